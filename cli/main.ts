@@ -1,0 +1,16 @@
+#!/usr/bin/env bun
+/** resd's command line: one file per command, each a thin layer over src/core. */
+import { Command } from "commander";
+import { version, commit } from "../src/build/version";
+import { registerServe } from "./serve";
+import { registerMigrate } from "./migrate";
+
+const program = new Command()
+  .name("resd")
+  .description("a self-hosted generic resource REST service")
+  .version(`resd ${version} (${commit})`, "-v, --version");
+
+registerServe(program);
+registerMigrate(program);
+
+await program.parseAsync(process.argv);

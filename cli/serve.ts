@@ -1,0 +1,19 @@
+import type { Command } from "commander";
+import { openSite } from "../src/core/site";
+import { startServer } from "../src/http/server";
+import { action, config } from "./common";
+
+export function registerServe(program: Command) {
+  program
+    .command("serve")
+    .description("start the HTTP server")
+    .option("--dir <dir>", "site directory (default: current directory, or RESD_DIR)")
+    .option("--port <port>", "TCP port (default 8080, or RESD_PORT)")
+    .option("--host <host>", "listen address (default 0.0.0.0, or RESD_HOST)")
+    .option("--log-format <format>", "request log format: json or text (default: json unless a terminal)")
+    .action(action(async (opts: { dir?: string; port?: string; host?: string; logFormat?: string }) => {
+      const cfg = config(opts, { port: opts.port, host: opts.host, logFormat: opts.logFormat });
+      const site = await openSite(cfg);
+      await startServer(site);
+    }));
+}

@@ -1,0 +1,61 @@
+/**
+ * The one place that decides whether a caller may do an operation. Handlers and CLI commands never
+ * look at roles; they call `authorize`.
+ */
+import { AppError, denied } from "../errors";
+
+export type Action = "view" | "create" | "edit" | "delete" | "import" | "export" | "delete_all";
+
+/** Legacy `api_{verb}_…` verbs of each action. */
+const VERB: Record<Exclude<Action, "delete_all">, string> = {
+  view: "get", create: "post", edit: "put", delete: "delete", import: "import", export: "export",
+};
+
+export type Principal = {
+  kind: "user" | "anonymous" | "system";
+  /** The user's uuid; null for anonymous and system callers. */
+  uuid: string | null;
+  email: string | null;
+  role: string | null;
+  permissions: ReadonlySet<string>;
+  /** Authenticated by the session cookie (writes from another origin are refused). */
+  viaSession?: boolean;
+};
+
+export const SYSTEM: Principal = { kind: "system", uuid: null, email: null, role: null, permissions: new Set(["(all)"]) };
+export const ANONYMOUS: Principal = { kind: "anonymous", uuid: null, email: null, role: null, permissions: new Set() };
+
+/** The patterns that grant an action, in the spec's order (they are also the 403's `needs`). */
+export function grantingPatterns(resource: string, action: Action, uuid?: string): string[] {
+  if (action === "delete_all") return [`api_delete_resource_${resource}`];
+  const verb = VERB[action];
+  return [
+    ...(uuid ? [`api_${verb}_${resource}_${uuid}`] : []),
+    `api_${verb}_${resource}`,
+    `api_(any)_${resource}`,
+    `api_${verb}_(any)`,
+    "api_(any)",
+    `${action}-${resource}`,
+    `manage-${resource}`,
+  ];
+}
+
+export function can(p: Principal, resource: string, action: Action, uuid?: string): boolean {
+  if (p.permissions.has("(all)")) return true;
+  return grantingPatterns(resource, action, uuid).some((x) => p.permissions.has(x));
+}
+
+/** Throws 403 ACCESS_DENIED with `needs` unless the principal may do the action. */
+export function authorize(p: Principal, resource: string, action: Action, uuid?: string): void {
+  if (can(p, resource, action, uuid)) return;
+  throw denied(grantingPatterns(resource, action, uuid), `${action.replace("_", " ")} on ${resource} needs one of the listed permissions`);
+}
+
+/** A named permission such as `view-.files` or `manage-users`, with `(all)` as the wildcard. */
+export function hasPermission(p: Principal, ...names: string[]): boolean {
+  return p.permissions.has("(all)") || names.some((n) => p.permissions.has(n));
+}
+
+export function requirePermission(p: Principal, ...names: string[]): void {
+  if (!hasPermission(p, ...names)) throw new AppError(403, "ACCESS_DENIED", "permission required", { needs: names });
+}

@@ -1,0 +1,128 @@
+/**
+ * Settings and where each came from. One precedence everywhere:
+ * command-line flag > RESD_* environment variable > DIR/.env > built-in default.
+ */
+import { existsSync, readFileSync, mkdirSync, writeFileSync, appendFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { randomBytes } from "node:crypto";
+import { AppError } from "./errors";
+
+export type Source = "flag" | "env" | ".env" | "default" | "generated";
+
+type Spec<T> = {
+  env: string;
+  default: T;
+  parse: (raw: string) => T | undefined;
+  secret?: boolean;
+  help: string;
+};
+
+const int = (min: number, max = Number.MAX_SAFE_INTEGER) => (raw: string) => {
+  if (!/^-?\d+$/.test(raw.trim())) return undefined;
+  const n = Number(raw);
+  return n >= min && n <= max ? n : undefined;
+};
+const str = (raw: string) => raw;
+const bool = (raw: string) =>
+  /^(1|true|yes|on)$/i.test(raw) ? true : /^(0|false|no|off)$/i.test(raw) ? false : undefined;
+const oneOf = <T extends string>(...values: T[]) => (raw: string) => (values as string[]).includes(raw) ? (raw as T) : undefined;
+
+export const SETTINGS = {
+  port: { env: "RESD_PORT", default: 8080, parse: int(0, 65535), help: "TCP port of `resd serve`" } as Spec<number>,
+  host: { env: "RESD_HOST", default: "0.0.0.0", parse: str, help: "address `resd serve` listens on" } as Spec<string>,
+  maxUpload: { env: "RESD_MAX_UPLOAD", default: 50 * 1024 * 1024, parse: int(1), help: "largest upload in bytes" } as Spec<number>,
+  tokenTtl: { env: "RESD_TOKEN_TTL", default: 600, parse: int(1), help: "bearer token lifetime in seconds after the last renewal" } as Spec<number>,
+  sessionTtl: { env: "RESD_SESSION_TTL", default: 14 * 24 * 3600, parse: int(60), help: "session lifetime in seconds after the last use" } as Spec<number>,
+  maxLimit: { env: "RESD_MAX_LIMIT", default: 0, parse: int(0), help: "largest `limit` a list accepts (0 = no maximum)" } as Spec<number>,
+  publicMedia: { env: "RESD_PUBLIC_MEDIA", default: true, parse: bool, help: "serve /img and /download without permission checks" } as Spec<boolean>,
+  logFormat: { env: "RESD_LOG_FORMAT", default: "auto", parse: oneOf("auto", "json", "text"), help: "request log format (auto: json unless stdout is a terminal)" } as Spec<"auto" | "json" | "text">,
+  tokenSecret: { env: "RESD_TOKEN_SECRET", default: "", parse: str, secret: true, help: "HMAC key for bearer tokens (generated into DIR/.env)" } as Spec<string>,
+  aiApiKey: { env: "AI_API_KEY", default: "", parse: str, secret: true, help: "key of the OpenAI-compatible provider for import-document" } as Spec<string>,
+  aiBaseUrl: { env: "AI_BASE_URL", default: "https://api.openai.com/v1", parse: str, help: "base URL of the chat-completions provider" } as Spec<string>,
+  aiModel: { env: "AI_MODEL", default: "gpt-4o-mini", parse: str, help: "model name sent to the provider" } as Spec<string>,
+} as const;
+
+export type SettingName = keyof typeof SETTINGS;
+export type Settings = { [K in SettingName]: (typeof SETTINGS)[K]["default"] };
+
+export type Config = Settings & {
+  dir: string;
+  sources: Record<SettingName | "dir", Source>;
+};
+
+/** Reads KEY=VALUE lines; `#` comments and surrounding quotes allowed. */
+export function parseDotEnv(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of text.split(/\r?\n/)) {
+    const m = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/.exec(line);
+    if (!m || line.trimStart().startsWith("#")) continue;
+    let v = m[2];
+    if (/^(["']).*\1$/.test(v)) v = v.slice(1, -1);
+    out[m[1]] = v;
+  }
+  return out;
+}
+
+export function readDotEnv(dir: string): Record<string, string> {
+  const file = join(dir, ".env");
+  return existsSync(file) ? parseDotEnv(readFileSync(file, "utf8")) : {};
+}
+
+/**
+ * Resolves every setting. `flags` holds raw command-line values by setting name.
+ * An unparseable value stops with an error naming the setting and where it came from.
+ */
+export function loadConfig(opts: {
+  dir?: string;
+  flags?: Partial<Record<SettingName, string | number | boolean>>;
+  env?: Record<string, string | undefined>;
+}): Config {
+  const env = opts.env ?? process.env;
+  const dirSource: Source = opts.dir ? "flag" : env.RESD_DIR ? "env" : "default";
+  const dir = resolve(opts.dir ?? env.RESD_DIR ?? ".");
+  const dotenv = readDotEnv(dir);
+  const values: Record<string, unknown> = { dir };
+  const sources: Record<string, Source> = { dir: dirSource };
+  for (const [name, spec] of Object.entries(SETTINGS) as [SettingName, Spec<unknown>][]) {
+    const candidates: [Source, unknown][] = [
+      ["flag", opts.flags?.[name]],
+      ["env", env[spec.env]],
+      [".env", dotenv[spec.env]],
+    ];
+    const hit = candidates.find(([, v]) => v !== undefined && v !== "");
+    if (!hit) {
+      values[name] = spec.default;
+      sources[name] = "default";
+      continue;
+    }
+    const parsed = spec.parse(String(hit[1]));
+    if (parsed === undefined) {
+      throw new AppError(400, "INVALID_DATA", `invalid value for ${name} (${spec.env}) from ${hit[0]}: ${JSON.stringify(String(hit[1]))} — ${spec.help}`);
+    }
+    values[name] = parsed;
+    sources[name] = hit[0];
+  }
+  return { ...(values as Settings & { dir: string }), sources: sources as Config["sources"] };
+}
+
+/** Makes sure DIR/.env holds a token signing key; generates one on first start. */
+export function ensureTokenSecret(config: Config): Config {
+  if (config.tokenSecret) return config;
+  mkdirSync(config.dir, { recursive: true });
+  const secret = randomBytes(32).toString("base64url");
+  const file = join(config.dir, ".env");
+  const prefix = existsSync(file) && !readFileSync(file, "utf8").endsWith("\n") ? "\n" : "";
+  if (existsSync(file)) appendFileSync(file, `${prefix}RESD_TOKEN_SECRET=${secret}\n`, { mode: 0o600 });
+  else writeFileSync(file, `# resd secrets — keep out of version control\nRESD_TOKEN_SECRET=${secret}\n`, { mode: 0o600 });
+  return { ...config, tokenSecret: secret, sources: { ...config.sources, tokenSecret: "generated" } };
+}
+
+/** The effective configuration for display, secrets masked. */
+export function describeConfig(config: Config): { name: string; env: string; value: string; source: Source }[] {
+  const rows = [{ name: "dir", env: "RESD_DIR", value: config.dir, source: config.sources.dir }];
+  for (const [name, spec] of Object.entries(SETTINGS) as [SettingName, Spec<unknown>][]) {
+    const v = String(config[name]);
+    rows.push({ name, env: spec.env, value: spec.secret && v ? `${v.slice(0, 2)}…(masked)` : v, source: config.sources[name] });
+  }
+  return rows;
+}

@@ -1,0 +1,53 @@
+/** Resources every site has without a file. A site file of the same name extends them. */
+import type { DefinitionFile } from "./types";
+
+export const USER_ALWAYS_HIDDEN = ["password", "salt", "api", "password_reset_token", "change_email_token"];
+
+export const BUILTIN: Record<string, DefinitionFile & { internal?: boolean }> = {
+  users: {
+    name: { singular: "User", plural: "Users" },
+    appbar: false,
+    history: false,
+    self_edit: "name",
+    unique: ["email"],
+    fields: {
+      email: { type: "email", name: "E-mail", required: true },
+      name: { type: "text", name: "Name" },
+      password: { type: "password", name: "Password" },
+      role: { type: "select", name: "Role", resource: "roles" },
+      api: { type: "boolean", name: "API access" },
+    },
+  },
+  roles: {
+    name: { singular: "Role", plural: "Roles" },
+    appbar: false,
+    unique: ["name"],
+    fields: {
+      name: { type: "text", name: "Name", required: true },
+      permissions: { type: "text", name: "Permissions", multi: true },
+    },
+  },
+  ".files_meta": {
+    internal: true,
+    history: false,
+    fields: {
+      name: { type: "text", name: "File name" },
+      title: { type: "text", name: "Title" },
+      type: { type: "text", name: "MIME type" },
+      size: { type: "number", name: "Size" },
+      width: { type: "number", name: "Width" },
+      height: { type: "number", name: "Height" },
+      orientation: { type: "text", name: "Orientation" },
+    },
+  },
+};
+
+/** Merges a site file into a built-in definition: the file's fields and keys win, built-in fields stay. */
+export function extendBuiltin(base: DefinitionFile, file: DefinitionFile): DefinitionFile {
+  return {
+    ...base,
+    ...file,
+    fields: { ...base.fields, ...file.fields },
+    unique: [...new Set([...(base.unique ?? []), ...(file.unique ?? [])])],
+  };
+}

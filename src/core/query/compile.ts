@@ -1,0 +1,97 @@
+/**
+ * Compiles a parsed list query against a definition into SQL fragments through the dialect.
+ * Every field is checked here: unknown, hidden and encrypted fields are refused with 400.
+ */
+import { badRequest } from "../errors";
+import { isSystemField, type FieldDef, type ResourceDef } from "../definitions/types";
+import type { CompiledQuery, Dialect, SqlValue } from "../store/types";
+import type { FilterCond, ListQuery, SortEntry } from "./parse";
+
+/** Fields whose stored value is a JSON array or object: a filter matches any element. */
+export const isCompound = (f: FieldDef) => f.multi === true || f.i18n === true || f.type === "gallery";
+
+function resolveField(def: ResourceDef, name: string, use: "sort" | "filter"): FieldDef | null {
+  if (isSystemField(name)) return null;
+  const f = def.fields[name];
+  if (!f) throw badRequest(`cannot ${use} on "${name}": not a field of ${def.name}`);
+  if (def.hidden.has(name)) throw badRequest(`cannot ${use} on "${name}": the field is hidden`);
+  return f;
+}
+
+const column = (d: Dialect, name: string, f: FieldDef | null) => (f ? d.field(name) : name);
+
+function coerce(f: FieldDef | null, field: string, raw: string): SqlValue {
+  const type = f?.type ?? (field === "_created" || field === "_modified" ? "number" : "text");
+  if (type === "number") {
+    const n = Number(raw);
+    if (raw.trim() === "" || !Number.isFinite(n)) throw badRequest(`filter on "${field}" needs a number, not "${raw}"`);
+    return n;
+  }
+  if (type === "boolean") {
+    if (/^(1|true|yes|on)$/i.test(raw)) return 1;
+    if (/^(0|false|no|off)$/i.test(raw)) return 0;
+    throw badRequest(`filter on "${field}" needs 1 or 0, not "${raw}"`);
+  }
+  return raw;
+}
+
+function compileCondition(d: Dialect, def: ResourceDef, c: FilterCond, args: SqlValue[]): string {
+  const f = resolveField(def, c.field, "filter");
+  const expr = column(d, c.field, f);
+  const values = c.values.map((v) => (v === "" ? null : coerce(f, c.field, v)));
+  const parts = values.map((v) => {
+    if (v === null) return `(${expr} IS NULL OR ${expr} = '')`;
+    if (f && isCompound(f)) {
+      args.push(v);
+      return d.jsonHas(c.field);
+    }
+    // A false boolean also matches a record that never set the field.
+    if (f?.type === "boolean" && v === 0) return `(${expr} = 0 OR ${expr} IS NULL)`;
+    args.push(v);
+    return `${expr} = ?`;
+  });
+  const any = parts.length === 1 ? parts[0] : `(${parts.join(" OR ")})`;
+  return c.negate ? `NOT COALESCE(${any}, 0)` : any;
+}
+
+function compileSort(d: Dialect, def: ResourceDef, s: SortEntry): string {
+  const f = resolveField(def, s.field, "sort");
+  let expr = column(d, s.field, f);
+  if (s.flag === "numeric" && f && f.type !== "number") expr = d.numeric(expr);
+  if (s.flag === "text") expr = d.text(expr);
+  return `${expr} ${s.desc ? "DESC" : "ASC"}`;
+}
+
+const likeEscape = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+function compileSearch(d: Dialect, def: ResourceDef, text: string, args: SqlValue[]): string {
+  const visible = Object.keys(def.fields).filter((n) => !def.hidden.has(n));
+  const targets = visible.includes("title") ? ["title"] : visible;
+  if (targets.length === 0) return "0";
+  for (const _ of targets) args.push(likeEscape(text));
+  return `(${targets.map((n) => d.contains(d.field(n))).join(" OR ")})`;
+}
+
+export function compileList(d: Dialect, def: ResourceDef, q: ListQuery): CompiledQuery {
+  const args: SqlValue[] = [];
+  const conds = q.filter.map((c) => compileCondition(d, def, c, args));
+  if (q.search !== null) conds.push(compileSearch(d, def, q.search, args));
+  const sort = q.sort.length ? q.sort : defaultSort(def);
+  const order = sort.map((s) => compileSort(d, def, s));
+  // The row id breaks ties so that pages never overlap or skip; same direction keeps indexes usable.
+  const last = sort[sort.length - 1];
+  order.push(`id ${last?.desc ? "DESC" : "ASC"}`);
+  return {
+    where: conds.length ? `WHERE ${conds.join(" AND ")}` : "",
+    args,
+    orderBy: `ORDER BY ${order.join(", ")}`,
+    limit: q.limit,
+    offset: q.offset,
+  };
+}
+
+function defaultSort(def: ResourceDef): SortEntry[] {
+  const s = def.raw.sort;
+  if (!s?.field) return [];
+  return [{ field: s.field, flag: s.flags ?? null, desc: s.order === "desc" }];
+}

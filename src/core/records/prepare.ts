@@ -1,0 +1,102 @@
+/**
+ * The write rules, applied to every value on every write path (API, import, CLI, library code):
+ * validation by field type, required fields, `validate` rules, html cleaning, shortcode escaping,
+ * one-way hashing of password and encrypted fields, references and unique values.
+ * Runs before the transaction: it may hash and read, never write.
+ */
+import type { ResourceDef } from "../definitions/types";
+import { isSystemField } from "../definitions/types";
+import { AppError, badRequest, type FieldErrors } from "../errors";
+import type { Store } from "../store/types";
+import { checkField, isEmpty } from "../validation/fields";
+import { cleanHtml } from "../validation/html";
+import { RULES, ruleNames } from "../validation/rules";
+import { escapeShortcodes } from "../validation/shortcodes";
+
+export type Values = Record<string, unknown>;
+
+const UUID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+export function checkUuid(uuid: unknown): string {
+  if (typeof uuid !== "string" || !UUID_RE.test(uuid)) {
+    throw badRequest("uuid must be 1-128 characters of letters, digits, '.', '_' and '-'");
+  }
+  return uuid;
+}
+
+export function asObject(body: unknown, what = "the request body"): Values {
+  if (!body || typeof body !== "object" || Array.isArray(body)) throw badRequest(`${what} must be a JSON object`);
+  return body as Values;
+}
+
+const hashSecret = (v: unknown) => (typeof v === "string" && v !== "" ? Bun.password.hash(v, "argon2id") : Promise.resolve(v));
+
+/** Applies html cleaning and shortcode escaping to one checked value. */
+function clean(def: ResourceDef, name: string, value: unknown): unknown {
+  const f = def.fields[name];
+  let v = value;
+  if (f.type === "html") {
+    const one = (s: unknown) => (typeof s === "string" ? cleanHtml(s, f, def.raw.buttons) : s);
+    v = f.i18n && v && typeof v === "object" ? Object.fromEntries(Object.entries(v).map(([k, s]) => [k, one(s)])) : one(v);
+  }
+  return def.keepShortcodes ? v : escapeShortcodes(v);
+}
+
+/**
+ * Checks the given fields of a create or update and returns the values to store.
+ * `uuid` is the record being written (excluded from unique checks).
+ */
+export async function prepareValues(store: Store, def: ResourceDef, input: Values, mode: "create" | "update", uuid: string): Promise<Values> {
+  const errors: FieldErrors = {};
+  const out: Values = {};
+  for (const [name, raw] of Object.entries(input)) {
+    if (isSystemField(name)) continue; // set by the service only
+    if (!def.fields[name]) { errors[name] = `not a field of ${def.name}`; continue; }
+    const r = checkField(def, name, raw);
+    if (!r.ok) { errors[name] = r.error; continue; }
+    out[name] = r.value;
+  }
+  for (const [name, f] of Object.entries(def.fields)) {
+    const given = Object.prototype.hasOwnProperty.call(out, name);
+    if (f.required && (mode === "create" ? !given || isEmpty(out[name]) : given && isEmpty(out[name]))) {
+      errors[name] ??= "is required";
+    }
+  }
+  for (const [name, spec] of Object.entries(def.raw.validate ?? {})) {
+    if (!(name in out) || errors[name]) continue;
+    for (const rule of ruleNames(spec)) {
+      const msg = RULES[rule]?.(out[name]);
+      if (msg) { errors[name] = msg; break; }
+    }
+  }
+  if (def.name === "users" && typeof out.email === "string") out.email = out.email.toLowerCase();
+  await checkReferences(store, def, out, errors);
+  await checkUnique(store, def, out, uuid, errors);
+  if (Object.keys(errors).length) throw new AppError(422, "INVALID_DATA", "one or more fields are invalid", { errors });
+  for (const name of Object.keys(out)) {
+    const f = def.fields[name];
+    out[name] = f.type === "password" || def.encrypted.has(name) ? await hashSecret(out[name]) : clean(def, name, out[name]);
+  }
+  return out;
+}
+
+/** A select from another resource must name an existing record: its uuid, or its unique `name`. */
+async function checkReferences(store: Store, def: ResourceDef, out: Values, errors: FieldErrors) {
+  for (const [name, f] of Object.entries(def.fields)) {
+    if (f.type !== "select" || !f.resource || errors[name] || isEmpty(out[name])) continue;
+    const values = Array.isArray(out[name]) ? (out[name] as unknown[]) : [out[name]];
+    for (const v of values) {
+      const hit = (await store.get(f.resource, String(v))) ?? (await store.findBy(f.resource, "name", String(v)));
+      if (!hit) { errors[name] = `"${v}" is not a record of ${f.resource}`; break; }
+    }
+  }
+}
+
+async function checkUnique(store: Store, def: ResourceDef, out: Values, uuid: string, errors: FieldErrors) {
+  for (const name of def.unique) {
+    if (errors[name] || isEmpty(out[name])) continue;
+    const v = out[name];
+    if (typeof v === "object") continue;
+    if (await store.findBy(def.name, name, v as string | number | boolean, uuid)) errors[name] = "this value is already used by another record";
+  }
+}

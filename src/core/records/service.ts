@@ -1,0 +1,207 @@
+/**
+ * The generic record operations behind `/api/v1/{resource}`, shared by HTTP, CLI and import.
+ * Each checks access first, prepares values outside the transaction, then writes in one.
+ */
+import type { Site, WriteEvent } from "../site";
+import { HISTORY_WINDOW_MS } from "../site";
+import { authorize, type Principal } from "../access/permissions";
+import { AppError, badRequest, conflict, notFound } from "../errors";
+import type { ResourceDef } from "../definitions/types";
+import { compileList } from "../query/compile";
+import { parseListParams, type ListParams } from "../query/parse";
+import type { StoreTx, StoredRecord } from "../store/types";
+import { visibleData } from "./output";
+import { asObject, checkUuid, prepareValues, type Values } from "./prepare";
+
+export type ListResult = {
+  def: ResourceDef;
+  /** A page (limit given, small) or a stream of rows (unpaged or large). */
+  rows: StoredRecord[] | AsyncIterable<StoredRecord>;
+  total: number | null;
+  lastChange: number;
+};
+
+/** Pages up to this size are built in memory; anything larger is streamed. */
+const STREAM_ABOVE = 1000;
+const nowSec = () => Math.floor(Date.now() / 1000);
+
+export async function listRecords(site: Site, p: Principal, resource: string, params: ListParams): Promise<ListResult> {
+  const def = site.resource(resource);
+  authorize(p, resource, "view");
+  const q = parseListParams(params, site.config.maxLimit);
+  const compiled = compileList(site.store.dialect, def, q);
+  const lastChange = await site.store.lastChange(resource);
+  const total = q.wantsTotal ? await site.store.count(resource, compiled.where, compiled.args) : null;
+  const rows = q.limit !== null && q.limit <= STREAM_ABOVE ? await site.store.page(resource, compiled) : site.store.stream(resource, compiled);
+  return { def, rows, total, lastChange };
+}
+
+export async function readRecord(site: Site, p: Principal, resource: string, uuid: string): Promise<{ def: ResourceDef; row: StoredRecord }> {
+  const def = site.resource(resource);
+  authorize(p, resource, "view", uuid);
+  const row = await site.store.get(resource, uuid);
+  if (!row) throw notFound(`${resource}/${uuid} does not exist`);
+  return { def, row };
+}
+
+const parse = (row: StoredRecord) => JSON.parse(row.data) as Values;
+
+function event(def: ResourceDef, action: WriteEvent["action"], row: StoredRecord, previous: StoredRecord | null, user: string | null): WriteEvent {
+  return {
+    resource: def.name,
+    action,
+    uuid: row.uuid,
+    record: { uuid: row.uuid, ...visibleData(def, parse(row)), _created: row._created, _modified: row._modified },
+    previous: previous ? { uuid: previous.uuid, ...visibleData(def, parse(previous)), _created: previous._created, _modified: previous._modified } : null,
+    user,
+  };
+}
+
+/** Records history, runs in-transaction hooks and schedules listeners for one write. */
+async function afterWrite(site: Site, tx: StoreTx, def: ResourceDef, e: WriteEvent, row: StoredRecord, history: "create" | "update" | "delete" | "restore") {
+  if (def.history) {
+    await tx.addHistory({ resource: def.name, uuid: row.uuid, action: history, at: Date.now(), user: e.user, data: row.data, _created: row._created });
+  }
+  for (const hook of site.txHooks) await hook(tx, e);
+  tx.afterCommit(() => {
+    for (const l of site.listeners) {
+      Promise.resolve().then(() => l(e)).catch((err) => console.error(`listener failed for ${e.resource} ${e.action}:`, err));
+    }
+  });
+}
+
+async function insertPrepared(site: Site, tx: StoreTx, def: ResourceDef, uuid: string, values: Values, user: string | null, history: "create" | "restore" = "create", created?: number): Promise<StoredRecord> {
+  const now = nowSec();
+  const row: StoredRecord = { uuid, data: JSON.stringify(values), _created: created ?? now, _modified: now, _created_by: user, _modified_by: user };
+  await tx.insert(def.name, row);
+  await afterWrite(site, tx, def, event(def, "create", row, null, user), row, history);
+  return row;
+}
+
+async function updatePrepared(site: Site, tx: StoreTx, def: ResourceDef, existing: StoredRecord, values: Values, user: string | null, history: "update" | "restore" = "update"): Promise<StoredRecord> {
+  const row: StoredRecord = { ...existing, data: JSON.stringify({ ...parse(existing), ...values }), _modified: nowSec(), _modified_by: user };
+  await tx.update(def.name, row);
+  await afterWrite(site, tx, def, event(def, "update", row, existing, user), row, history);
+  return row;
+}
+
+export async function createRecord(site: Site, p: Principal, resource: string, body: unknown, pathUuid?: string): Promise<{ def: ResourceDef; row: StoredRecord }> {
+  const def = site.resource(resource);
+  authorize(p, resource, "create");
+  const input = asObject(body);
+  if (pathUuid !== undefined && input.uuid !== undefined && input.uuid !== pathUuid) throw badRequest("the uuid in the body differs from the one in the path");
+  const uuid = checkUuid(pathUuid ?? input.uuid ?? crypto.randomUUID());
+  if (await site.store.get(resource, uuid)) throw conflict(`${resource}/${uuid} already exists`);
+  const values = await prepareValues(site.store, def, input, "create", uuid);
+  const row = await site.store.transaction((tx) => insertPrepared(site, tx, def, uuid, values, p.uuid));
+  return { def, row };
+}
+
+/** Prepares one update (or, with upsert, a create) outside the transaction. */
+async function prepareUpdate(site: Site, def: ResourceDef, uuid: string, body: unknown) {
+  const input = asObject(body, `the fields of ${uuid}`);
+  const existing = await site.store.get(def.name, uuid);
+  if (!existing && !def.upsert) throw notFound(`${def.name}/${uuid} does not exist`);
+  const values = await prepareValues(site.store, def, input, existing ? "update" : "create", uuid);
+  return { uuid, values, create: !existing };
+}
+
+type Prepared = Awaited<ReturnType<typeof prepareUpdate>>;
+
+async function applyUpdate(site: Site, tx: StoreTx, def: ResourceDef, u: Prepared, user: string | null): Promise<StoredRecord> {
+  const current = await tx.get(def.name, u.uuid);
+  if (u.create) return current ? updatePrepared(site, tx, def, current, u.values, user) : insertPrepared(site, tx, def, u.uuid, u.values, user);
+  if (!current) throw notFound(`${def.name}/${u.uuid} does not exist`);
+  return updatePrepared(site, tx, def, current, u.values, user);
+}
+
+export async function updateRecord(site: Site, p: Principal, resource: string, uuid: string, body: unknown): Promise<{ def: ResourceDef; row: StoredRecord; created: boolean }> {
+  const def = site.resource(resource);
+  authorize(p, resource, "edit", uuid);
+  const u = await prepareUpdate(site, def, uuid, body);
+  if (u.create) authorize(p, resource, "create");
+  const row = await site.store.transaction((tx) => applyUpdate(site, tx, def, u, p.uuid));
+  return { def, row, created: u.create };
+}
+
+/** Bulk PUT: an object keyed by uuid. All or nothing: one bad record changes nothing. */
+export async function bulkUpdate(site: Site, p: Principal, resource: string, body: unknown): Promise<{ def: ResourceDef; rows: StoredRecord[] }> {
+  const def = site.resource(resource);
+  authorize(p, resource, "edit");
+  const entries = Object.entries(asObject(body));
+  if (entries.length === 0) throw badRequest("the body must hold at least one record keyed by uuid");
+  const prepared: Prepared[] = [];
+  const errors: Record<string, string> = {};
+  for (const [uuid, fields] of entries) {
+    try {
+      prepared.push(await prepareUpdate(site, def, checkUuid(uuid), fields));
+    } catch (e) {
+      if (!(e instanceof AppError) || e.status !== 422) throw e;
+      for (const [f, why] of Object.entries(e.extra.errors ?? {})) errors[`${uuid}.${f}`] = why;
+    }
+  }
+  if (Object.keys(errors).length) throw new AppError(422, "INVALID_DATA", "one or more records are invalid; nothing was changed", { errors });
+  if (prepared.some((u) => u.create)) authorize(p, resource, "create");
+  const rows = await site.store.transaction(async (tx) => {
+    const out: StoredRecord[] = [];
+    for (const u of prepared) out.push(await applyUpdate(site, tx, def, u, p.uuid));
+    return out;
+  });
+  return { def, rows };
+}
+
+export async function deleteRecord(site: Site, p: Principal, resource: string, uuid: string): Promise<{ def: ResourceDef; row: StoredRecord }> {
+  const def = site.resource(resource);
+  authorize(p, resource, "delete", uuid);
+  const row = await site.store.transaction(async (tx) => {
+    const existing = await tx.get(resource, uuid);
+    if (!existing) throw notFound(`${resource}/${uuid} does not exist`);
+    await tx.delete(resource, uuid);
+    await afterWrite(site, tx, def, event(def, "delete", existing, existing, p.uuid), existing, "delete");
+    return existing;
+  });
+  return { def, row };
+}
+
+export async function deleteAllRecords(site: Site, p: Principal, resource: string): Promise<number> {
+  const def = site.resource(resource);
+  authorize(p, resource, "delete_all");
+  return site.store.transaction((tx) => tx.deleteAll(resource, def.history ? { user: p.uuid, at: Date.now() } : null));
+}
+
+export type HistoryView = { id: number; action: string; at: number; user: string | null; record: Record<string, unknown> };
+
+export async function recordHistory(site: Site, p: Principal, resource: string, uuid: string): Promise<HistoryView[]> {
+  const def = site.resource(resource);
+  authorize(p, resource, "view", uuid);
+  const entries = await site.store.history(resource, uuid);
+  if (!entries.length && !(await site.store.get(resource, uuid))) throw notFound(`${resource}/${uuid} has no record and no history`);
+  return entries.map((e) => ({ id: e.id, action: e.action, at: e.at, user: e.user, record: visibleData(def, JSON.parse(e.data)) }));
+}
+
+/**
+ * Restores a record from its history: by default the state it had when it was deleted (within
+ * 90 days); with `entry`, the state of that history entry (also for a record that still exists).
+ */
+export async function restoreRecord(site: Site, p: Principal, resource: string, uuid: string, entryId?: number): Promise<{ def: ResourceDef; row: StoredRecord }> {
+  const def = site.resource(resource);
+  authorize(p, resource, "edit", uuid);
+  authorize(p, resource, "create");
+  const entries = await site.store.history(resource, uuid);
+  const entry = entryId !== undefined ? entries.find((e) => e.id === entryId) : entries.at(-1);
+  if (!entry) throw notFound(entryId !== undefined ? `history entry ${entryId} of ${resource}/${uuid} does not exist` : `${resource}/${uuid} has no history`);
+  if (entryId === undefined && entry.action !== "delete") throw conflict(`${resource}/${uuid} is not deleted; name a history entry to roll back to`);
+  const deletedAt = entries.at(-1)?.action === "delete" ? entries.at(-1)!.at : null;
+  if (deletedAt !== null && Date.now() - deletedAt > HISTORY_WINDOW_MS) throw notFound(`${resource}/${uuid} was deleted more than 90 days ago`);
+  const values = JSON.parse(entry.data) as Values;
+  const row = await site.store.transaction(async (tx) => {
+    const current = await tx.get(resource, uuid);
+    return current
+      ? updatePrepared(site, tx, def, current, values, p.uuid, "restore")
+      : insertPrepared(site, tx, def, uuid, values, p.uuid, "restore", entry._created);
+  });
+  return { def, row };
+}
+
+/** Core-level writers for library code and import: same rules, no HTTP. */
+export const writers = { insertPrepared, updatePrepared };

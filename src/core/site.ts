@@ -1,0 +1,74 @@
+/**
+ * A site: its settings, definitions and store, opened once and passed to every core function.
+ * The HTTP server and the CLI both start by opening one.
+ */
+import { join } from "node:path";
+import { mkdirSync, writeFileSync, existsSync } from "node:fs";
+import { loadConfig, ensureTokenSecret, type Config } from "./config";
+import { buildDefinition, loadDefinitions } from "./definitions/load";
+import type { DefinitionFile, ResourceDef } from "./definitions/types";
+import { notFound } from "./errors";
+import { SqliteStore } from "./store/sqlite";
+import type { Store, StoreTx } from "./store/types";
+
+/** What a committed write looked like; delivered to listeners after commit (events, caches). */
+export type WriteEvent = {
+  resource: string;
+  action: "create" | "update" | "delete";
+  uuid: string;
+  /** The record as written, hidden fields removed (for a delete: as it was). */
+  record: Record<string, unknown>;
+  previous: Record<string, unknown> | null;
+  user: string | null;
+};
+
+export type Site = {
+  config: Config;
+  defs: Map<string, ResourceDef>;
+  store: Store;
+  /** Runs inside the write's transaction (e.g. to queue jobs atomically with the record). */
+  txHooks: ((tx: StoreTx, e: WriteEvent) => Promise<void>)[];
+  /** Runs after the write committed; a throwing listener never affects the write. */
+  listeners: ((e: WriteEvent) => void | Promise<void>)[];
+  /** The definition of a resource served by the generic API, or 404. */
+  resource(name: string): ResourceDef;
+  /** Adds (or replaces) a definition at run time: writes DIR/resources/<name>.json, syncs tables. */
+  define(name: string, raw: DefinitionFile): Promise<ResourceDef>;
+  close(): Promise<void>;
+};
+
+export const HISTORY_WINDOW_MS = 90 * 24 * 3600 * 1000;
+
+export async function openSite(config: Config, opts: { ensureSecret?: boolean } = {}): Promise<Site> {
+  const cfg = opts.ensureSecret === false ? config : ensureTokenSecret(config);
+  const defs = loadDefinitions(cfg.dir);
+  const store: Store = new SqliteStore(join(cfg.dir, "data", "resd.db"));
+  await store.syncSchema(defs.values());
+  const site: Site = {
+    config: cfg,
+    defs,
+    store,
+    txHooks: [],
+    listeners: [],
+    resource(name) {
+      const def = defs.get(name);
+      if (!def || def.internal) throw notFound(`resource "${name}" does not exist`);
+      return def;
+    },
+    async define(name, raw) {
+      const folder = join(cfg.dir, "resources");
+      const file = join(folder, `${name}.json`);
+      const def = buildDefinition(name, raw, file);
+      await store.syncSchema([def]);
+      mkdirSync(folder, { recursive: true });
+      if (!existsSync(file)) writeFileSync(file, `${JSON.stringify(raw, null, 2)}\n`);
+      defs.set(name, def);
+      return def;
+    },
+    close: () => store.close(),
+  };
+  return site;
+}
+
+/** Opens a site from a directory with every other setting from the environment and defaults. */
+export const openSiteAt = (dir: string) => openSite(loadConfig({ dir }));

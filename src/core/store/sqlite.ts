@@ -1,0 +1,275 @@
+/**
+ * SQLite adapter of the store. Two connections: one writer, used only inside transactions, and one
+ * reader, which therefore never sees uncommitted data. Writes are group-committed: transactions that
+ * queue while one commits run together in the next BEGIN…COMMIT, each inside its own SAVEPOINT, so a
+ * failing one rolls back alone. One transaction per insert is the wall for create throughput; this
+ * shares one commit between all requests waiting at that moment.
+ *
+ * Rule for callers: a transaction body only awaits the store. Anything slow (password hashing,
+ * file I/O, HTTP) happens before the transaction starts.
+ */
+import { Database, type Statement } from "bun:sqlite";
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { AppError } from "../errors";
+import type { ResourceDef } from "../definitions/types";
+import { sqliteDialect } from "./dialect";
+import { migrateInternal, syncResource } from "./sqlite-schema";
+import type { CompiledQuery, HistoryEntry, SchemaChange, SqlValue, Store, StoreTx, StoredRecord } from "./types";
+
+const COLS = "uuid, data, _created, _modified, _created_by, _modified_by";
+const BATCH = 512;
+
+type Job = { fn: (tx: StoreTx) => Promise<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void };
+
+function configure(db: Database, busyMs: number) {
+  db.exec(`PRAGMA busy_timeout=${busyMs}; PRAGMA cache_size=-131072; PRAGMA mmap_size=1073741824; PRAGMA temp_store=MEMORY;`);
+}
+
+/** Maps constraint failures to domain errors; everything else stays an internal error. */
+function mapWriteError(e: unknown, resource: string, uuid: string): never {
+  const msg = (e as Error).message ?? "";
+  if (/UNIQUE constraint failed: .*\.uuid/.test(msg)) throw new AppError(409, "RESOURCE_EXISTS", `${resource}/${uuid} already exists`);
+  const m = /UNIQUE constraint failed: index '[^']*unique:([^']+)'/.exec(msg);
+  if (m) throw new AppError(422, "INVALID_DATA", "one or more fields are invalid", { errors: { [m[1]]: "this value is already used by another record" } });
+  throw e;
+}
+
+export class SqliteStore implements Store {
+  readonly dialect = sqliteDialect;
+  private readonly writer: Database;
+  private readonly reader: Database;
+  private queue: Job[] = [];
+  private draining = false;
+  private countCache = new Map<string, { n: number; version: number }>();
+  private changeCache = new Map<string, { ms: number; version: number }>();
+  private readonly versionStmt: Statement;
+
+  constructor(readonly path: string) {
+    if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+    this.writer = new Database(path, { create: true, strict: true });
+    this.writer.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA journal_size_limit=67108864; PRAGMA foreign_keys=OFF;");
+    // The writer waits briefly inside SQLite and otherwise yields (see begin()), so another process
+    // holding the write lock (a CLI import) never freezes the server's event loop.
+    configure(this.writer, 50);
+    migrateInternal(this.writer);
+    this.reader = new Database(path, { readonly: true, strict: true });
+    configure(this.reader, 5000);
+    this.versionStmt = this.reader.query("PRAGMA data_version");
+  }
+
+  /** Changes whenever any other connection (our writer, another process) commits. */
+  private dataVersion(): number {
+    return (this.versionStmt.get() as { data_version: number }).data_version;
+  }
+
+  async syncSchema(defs: Iterable<ResourceDef>): Promise<SchemaChange[]> {
+    const all = [...defs];
+    return this.transaction(async () => all.flatMap((d) => syncResource(this.writer, d, this.dialect)));
+  }
+
+  async get(resource: string, uuid: string): Promise<StoredRecord | null> {
+    return this.reader.query(`SELECT ${COLS} FROM ${this.dialect.table(resource)} WHERE uuid = ?`).get(uuid) as StoredRecord | null;
+  }
+
+  private selectSql(resource: string, q: CompiledQuery): [string, SqlValue[]] {
+    const paging = q.limit !== null ? " LIMIT ? OFFSET ?" : q.offset ? " LIMIT -1 OFFSET ?" : "";
+    const args = q.limit !== null ? [...q.args, q.limit, q.offset] : q.offset ? [...q.args, q.offset] : q.args;
+    return [`SELECT ${COLS} FROM ${this.dialect.table(resource)} ${q.where} ${q.orderBy}${paging}`, args];
+  }
+
+  async page(resource: string, q: CompiledQuery): Promise<StoredRecord[]> {
+    const [sql, args] = this.selectSql(resource, q);
+    return this.reader.query(sql).all(...(args as never[])) as StoredRecord[];
+  }
+
+  async *stream(resource: string, q: CompiledQuery): AsyncIterable<StoredRecord> {
+    const [sql, args] = this.selectSql(resource, q);
+    const db = new Database(this.path, { readonly: true, strict: true });
+    configure(db, 5000);
+    try {
+      for (const row of db.query(sql).iterate(...(args as never[]))) yield row as StoredRecord;
+    } finally {
+      db.close();
+    }
+  }
+
+  async count(resource: string, where: string, args: SqlValue[]): Promise<number> {
+    // An exact total over a large match costs milliseconds; it is cached until anything commits.
+    const key = `${resource}\0${where}\0${JSON.stringify(args)}`;
+    const version = this.dataVersion();
+    const hit = this.countCache.get(key);
+    if (hit && hit.version === version) return hit.n;
+    const n = (this.reader.query(`SELECT count(*) AS n FROM ${this.dialect.table(resource)} ${where}`).get(...(args as never[])) as { n: number }).n;
+    if (this.countCache.size > 10_000) this.countCache.clear();
+    this.countCache.set(key, { n, version });
+    return n;
+  }
+
+  async findBy(resource: string, field: string, value: SqlValue, except?: string): Promise<StoredRecord | null> {
+    const col = field === "uuid" ? "uuid" : this.dialect.field(field);
+    return this.reader
+      .query(`SELECT ${COLS} FROM ${this.dialect.table(resource)} WHERE ${col} = ? AND uuid != ? LIMIT 1`)
+      .get(value as never, (except ?? "") as never) as StoredRecord | null;
+  }
+
+  async lastChange(resource: string): Promise<number> {
+    const version = this.dataVersion();
+    const hit = this.changeCache.get(resource);
+    if (hit && hit.version === version) return hit.ms;
+    const row = this.reader.query("SELECT changed_ms FROM _resd_changes WHERE resource = ?").get(resource) as { changed_ms: number } | null;
+    this.changeCache.set(resource, { ms: row?.changed_ms ?? 0, version });
+    return row?.changed_ms ?? 0;
+  }
+
+  async history(resource: string, uuid: string): Promise<HistoryEntry[]> {
+    return this.reader.query("SELECT * FROM _resd_history WHERE resource = ? AND uuid = ? ORDER BY id").all(resource, uuid) as HistoryEntry[];
+  }
+
+  async historyEntry(id: number): Promise<HistoryEntry | null> {
+    return this.reader.query("SELECT * FROM _resd_history WHERE id = ?").get(id) as HistoryEntry | null;
+  }
+
+  async purgeHistory(before: number): Promise<number> {
+    return this.transaction(async () => {
+      // A record's whole history goes once its deletion is older than the window and it is still gone.
+      const r = this.writer.query(`DELETE FROM _resd_history WHERE (resource, uuid) IN (
+          SELECT resource, uuid FROM _resd_history h WHERE action = 'delete' AND at < ?
+            AND id = (SELECT max(id) FROM _resd_history WHERE resource = h.resource AND uuid = h.uuid))`).run(before);
+      return r.changes;
+    });
+  }
+
+  async ping(): Promise<boolean> {
+    try {
+      return (this.reader.query("SELECT 1 AS ok").get() as { ok: number }).ok === 1;
+    } catch {
+      return false;
+    }
+  }
+
+  async close(): Promise<void> {
+    while (this.draining || this.queue.length) await Bun.sleep(5);
+    this.writer.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    this.reader.close();
+    this.writer.close();
+  }
+
+  /** Exposed to the other modules of the store folder (jobs, sessions…), never outside it. */
+  get writeDb(): Database {
+    return this.writer;
+  }
+  get readDb(): Database {
+    return this.reader;
+  }
+
+  transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      if (!this.draining) void this.drain();
+    });
+  }
+
+  private async begin(): Promise<void> {
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      try {
+        this.writer.exec("BEGIN IMMEDIATE");
+        return;
+      } catch (e) {
+        if (!/locked|busy/i.test((e as Error).message) || Date.now() > deadline) {
+          throw new AppError(503, "SERVICE_UNAVAILABLE", "the database is busy; try again");
+        }
+        await Bun.sleep(20);
+      }
+    }
+  }
+
+  private async drain(): Promise<void> {
+    this.draining = true;
+    try {
+      while (this.queue.length) {
+        const batch = this.queue.splice(0, BATCH);
+        try {
+          await this.begin();
+        } catch (e) {
+          batch.forEach((j) => j.reject(e));
+          continue;
+        }
+        const done: { job: Job; ok: boolean; value: unknown; after: (() => void)[] }[] = [];
+        const touched = new Set<string>();
+        for (const job of batch) {
+          const after: (() => void)[] = [];
+          this.writer.exec("SAVEPOINT job");
+          try {
+            const value = await job.fn(this.txFor(touched, after));
+            this.writer.exec("RELEASE job");
+            done.push({ job, ok: true, value, after });
+          } catch (e) {
+            this.writer.exec("ROLLBACK TO job; RELEASE job");
+            done.push({ job, ok: false, value: e, after: [] });
+          }
+        }
+        try {
+          const now = Date.now();
+          const mark = this.writer.query("INSERT INTO _resd_changes (resource, changed_ms) VALUES (?, ?) ON CONFLICT(resource) DO UPDATE SET changed_ms = max(changed_ms + 1, excluded.changed_ms)");
+          for (const r of touched) mark.run(r, now);
+          this.writer.exec("COMMIT");
+        } catch (e) {
+          if (this.writer.inTransaction) this.writer.exec("ROLLBACK");
+          done.forEach((d) => d.job.reject(d.ok ? new AppError(500, "INTERNAL_ERROR", `commit failed: ${(e as Error).message}`) : d.value));
+          continue;
+        }
+        for (const d of done) {
+          if (d.ok) d.job.resolve(d.value);
+          else d.job.reject(d.value);
+        }
+        for (const d of done) for (const fn of d.after) queueMicrotask(fn);
+      }
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  private txFor(touched: Set<string>, after: (() => void)[]): StoreTx {
+    const w = this.writer;
+    const t = (r: string) => this.dialect.table(r);
+    return {
+      get: async (resource, uuid) => w.query(`SELECT ${COLS} FROM ${t(resource)} WHERE uuid = ?`).get(uuid) as StoredRecord | null,
+      insert: async (resource, rec) => {
+        try {
+          w.query(`INSERT INTO ${t(resource)} (${COLS}) VALUES (?, ?, ?, ?, ?, ?)`).run(rec.uuid, rec.data, rec._created, rec._modified, rec._created_by, rec._modified_by);
+        } catch (e) {
+          mapWriteError(e, resource, rec.uuid);
+        }
+        touched.add(resource);
+      },
+      update: async (resource, rec) => {
+        try {
+          w.query(`UPDATE ${t(resource)} SET data = ?, _modified = ?, _modified_by = ? WHERE uuid = ?`).run(rec.data, rec._modified, rec._modified_by, rec.uuid);
+        } catch (e) {
+          mapWriteError(e, resource, rec.uuid);
+        }
+        touched.add(resource);
+      },
+      delete: async (resource, uuid) => {
+        const n = w.query(`DELETE FROM ${t(resource)} WHERE uuid = ?`).run(uuid).changes;
+        if (n) touched.add(resource);
+        return n > 0;
+      },
+      deleteAll: async (resource, history) => {
+        if (history) {
+          w.query(`INSERT INTO _resd_history (resource, uuid, action, at, user, data, _created) SELECT ?, uuid, 'delete', ?, ?, data, _created FROM ${t(resource)}`)
+            .run(resource, history.at, history.user);
+        }
+        const n = w.query(`DELETE FROM ${t(resource)}`).run().changes;
+        touched.add(resource);
+        return n;
+      },
+      addHistory: async (e) => {
+        w.query("INSERT INTO _resd_history (resource, uuid, action, at, user, data, _created) VALUES (?, ?, ?, ?, ?, ?, ?)").run(e.resource, e.uuid, e.action, e.at, e.user, e.data, e._created);
+      },
+      afterCommit: (fn) => after.push(fn),
+    };
+  }
+}

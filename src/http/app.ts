@@ -1,0 +1,17 @@
+/** Composes the HTTP server: every route module is plugged in here and nowhere else. */
+import { Elysia } from "elysia";
+import type { Site } from "../core/site";
+import { notFound } from "../core/errors";
+import { handle } from "./context";
+import { recordRoutes } from "./records";
+
+export function createApp(site: Site) {
+  return new Elysia()
+    .use(recordRoutes(site))
+    .onError(({ code, request }) => {
+      // Elysia's own errors (no route, unparsable input) get the same envelope as ours.
+      if (code === "NOT_FOUND") return handle(site, request, () => { throw notFound(`no route for ${new URL(request.url).pathname}`); });
+    });
+}
+
+export type App = ReturnType<typeof createApp>;

@@ -1,0 +1,66 @@
+/**
+ * Every route runs through `handle`: it times the request, names it, works out the caller and maps
+ * whatever is thrown to the error envelope in one place.
+ */
+import type { Principal } from "../core/access/permissions";
+import type { Site } from "../core/site";
+import { badRequest } from "../core/errors";
+import { authenticate } from "./auth";
+import { errorResponse } from "./errors";
+
+export type Ctx = {
+  site: Site;
+  request: Request;
+  t0: number;
+  requestId: string;
+  /** The caller, resolved on first use. */
+  principal(): Promise<Principal>;
+  url(): URL;
+};
+
+/** Per-request facts the request log reads after the answer (see logging). */
+export const requestInfo = new WeakMap<Request, { id: string; user: string }>();
+
+export function makeCtx(site: Site, request: Request): Ctx {
+  let p: Promise<Principal> | null = null;
+  let u: URL | null = null;
+  const requestId = request.headers.get("x-request-id")?.slice(0, 64) || crypto.randomUUID();
+  const info = { id: requestId, user: "anonymous" };
+  requestInfo.set(request, info);
+  return {
+    site,
+    request,
+    t0: performance.now(),
+    requestId,
+    principal: () =>
+      (p ??= authenticate(site, request).then((principal) => {
+        info.user = principal.email ?? principal.kind;
+        return principal;
+      })),
+    url: () => (u ??= new URL(request.url)),
+  };
+}
+
+export async function handle(site: Site, request: Request, fn: (c: Ctx) => Promise<Response> | Response): Promise<Response> {
+  const c = makeCtx(site, request);
+  try {
+    const res = await fn(c);
+    res.headers.set("x-request-id", c.requestId);
+    return res;
+  } catch (e) {
+    const res = errorResponse(e, c.t0, c.requestId);
+    res.headers.set("x-request-id", c.requestId);
+    return res;
+  }
+}
+
+/** Reads a JSON body; an empty body is an empty object, anything unparsable is 400. */
+export async function readJson(request: Request): Promise<unknown> {
+  const text = await request.text();
+  if (text.trim() === "") return {};
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw badRequest("the body is not valid JSON");
+  }
+}

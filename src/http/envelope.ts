@@ -1,0 +1,81 @@
+/** The spec's JSON envelope. Record bodies are assembled as text so rows are never re-parsed. */
+import type { ResourceDef } from "../core/definitions/types";
+import { publicRecordJson } from "../core/records/output";
+import type { StoredRecord } from "../core/store/types";
+
+const JSON_TYPE = "application/json; charset=utf-8";
+
+export const memoryUsage = () => `${(process.memoryUsage.rss() / 1048576).toFixed(1)} MB`;
+export const executionTime = (t0: number) => `${(performance.now() - t0).toFixed(2)} ms`;
+
+/** Closing keys of every envelope. */
+const tail = (t0: number) => `"memory_usage":"${memoryUsage()}","execution_time":"${executionTime(t0)}"`;
+
+export function json(status: number, body: Record<string, unknown>, t0: number, headers: Record<string, string> = {}): Response {
+  const head = JSON.stringify({ code: status, success: status < 400, status: status < 400 ? "ok" : "error", ...body });
+  return new Response(`${head.slice(0, -1)},${tail(t0)}}`, { status, headers: { "content-type": JSON_TYPE, ...headers } });
+}
+
+export type RecordsBody = {
+  status: number;
+  message?: string;
+  total?: number | null;
+  extra?: Record<string, unknown>;
+  headers?: Record<string, string>;
+};
+
+function head(o: RecordsBody, count: number | null): string {
+  const parts = [`"code":${o.status}`, `"success":true`, `"status":"ok"`];
+  if (count !== null) parts.push(`"count":${count}`);
+  if (o.total !== undefined && o.total !== null) parts.push(`"total":${o.total}`);
+  if (o.message) parts.push(`"message":${JSON.stringify(o.message)}`);
+  for (const [k, v] of Object.entries(o.extra ?? {})) parts.push(`${JSON.stringify(k)}:${JSON.stringify(v)}`);
+  return parts.join(",");
+}
+
+/** Records keyed by resource name then uuid, all in memory (reads, pages, write answers). */
+export function records(def: ResourceDef, rows: StoredRecord[], o: RecordsBody, t0: number, key = def.name): Response {
+  const items = rows.map((r) => `${JSON.stringify(r.uuid)}:${publicRecordJson(def, r)}`).join(",");
+  const body = `{${head(o, rows.length)},${JSON.stringify(key)}:{${items}},${tail(t0)}}`;
+  return new Response(body, { status: o.status, headers: { "content-type": JSON_TYPE, ...o.headers } });
+}
+
+/**
+ * The same shape streamed row by row, for unpaged lists: memory stays flat however many records.
+ * `count` is only known at the end, so it follows the records.
+ */
+export function streamedRecords(def: ResourceDef, rows: AsyncIterable<StoredRecord>, o: RecordsBody, t0: number): Response {
+  const enc = new TextEncoder();
+  const it = rows[Symbol.asyncIterator]();
+  let count = 0;
+  let state: "head" | "rows" | "done" = "head";
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (state === "head") {
+        controller.enqueue(enc.encode(`{${head(o, null)},${JSON.stringify(def.name)}:{`));
+        state = "rows";
+        return;
+      }
+      if (state === "done") return;
+      const chunk: string[] = [];
+      for (let size = 0; size < 64 * 1024; ) {
+        const next = await it.next();
+        if (next.done) {
+          state = "done";
+          break;
+        }
+        const item = `${count ? "," : ""}${JSON.stringify(next.value.uuid)}:${publicRecordJson(def, next.value)}`;
+        count++;
+        size += item.length;
+        chunk.push(item);
+      }
+      if (state === "done") chunk.push(`},"count":${count},${tail(t0)}}`);
+      controller.enqueue(enc.encode(chunk.join("")));
+      if (state === "done") controller.close();
+    },
+    async cancel() {
+      await it.return?.();
+    },
+  });
+  return new Response(stream, { status: o.status, headers: { "content-type": JSON_TYPE, ...o.headers } });
+}

@@ -1,0 +1,95 @@
+/** `/api/v1/{resource}` and `/api/v1/{resource}/{uuid}`: the generic record interface. */
+import { Elysia } from "elysia";
+import { AppError } from "../core/errors";
+import {
+  bulkUpdate, createRecord, deleteAllRecords, deleteRecord, listRecords, readRecord, recordHistory, restoreRecord, updateRecord,
+} from "../core/records/service";
+import type { Site } from "../core/site";
+import { lastModifiedHeader, notModified, notModifiedResponse } from "./conditional";
+import { handle, readJson, type Ctx } from "./context";
+import { json, records, streamedRecords } from "./envelope";
+
+const methodNotAllowed = (allowed: string) =>
+  new AppError(405, "METHOD_NOT_ALLOWED", `this path supports ${allowed}`, { allow: allowed });
+
+async function collection(c: Ctx, resource: string): Promise<Response> {
+  const p = await c.principal();
+  switch (c.request.method) {
+    case "GET": {
+      const q = c.url().searchParams;
+      const r = await listRecords(c.site, p, resource, {
+        limit: q.get("limit") ?? undefined, offset: q.get("offset") ?? undefined, sort: q.get("sort") ?? undefined,
+        filter: q.get("filter") ?? undefined, search: q.get("search") ?? undefined,
+      });
+      const lm = lastModifiedHeader(r.lastChange);
+      if (notModified(c.request, r.lastChange)) return notModifiedResponse(lm);
+      const o = { status: 200, total: r.total, headers: { "last-modified": lm } };
+      return Array.isArray(r.rows) ? records(r.def, r.rows, o, c.t0) : streamedRecords(r.def, r.rows, o, c.t0);
+    }
+    case "POST": {
+      const { def, row } = await createRecord(c.site, p, resource, await readJson(c.request));
+      return records(def, [row], { status: 201, message: "RESOURCE_CREATED" }, c.t0);
+    }
+    case "PUT":
+    case "PATCH": {
+      const { def, rows } = await bulkUpdate(c.site, p, resource, await readJson(c.request));
+      return records(def, rows, { status: 200, message: "RESOURCE_UPDATED" }, c.t0);
+    }
+    case "DELETE": {
+      const n = await deleteAllRecords(c.site, p, resource);
+      return json(200, { count: n, message: "RESOURCE_DELETED" }, c.t0);
+    }
+    default:
+      throw methodNotAllowed("GET, POST, PUT, PATCH, DELETE");
+  }
+}
+
+async function single(c: Ctx, resource: string, uuid: string): Promise<Response> {
+  const p = await c.principal();
+  switch (c.request.method) {
+    case "GET": {
+      const { def, row } = await readRecord(c.site, p, resource, uuid);
+      const ms = row._modified * 1000;
+      const lm = lastModifiedHeader(ms);
+      if (notModified(c.request, ms)) return notModifiedResponse(lm);
+      return records(def, [row], { status: 200, headers: { "last-modified": lm } }, c.t0);
+    }
+    case "POST": {
+      const { def, row } = await createRecord(c.site, p, resource, await readJson(c.request), uuid);
+      return records(def, [row], { status: 201, message: "RESOURCE_CREATED" }, c.t0);
+    }
+    case "PUT":
+    case "PATCH": {
+      const { def, row, created } = await updateRecord(c.site, p, resource, uuid, await readJson(c.request));
+      return records(def, [row], created ? { status: 201, message: "RESOURCE_CREATED" } : { status: 200, message: "RESOURCE_UPDATED" }, c.t0);
+    }
+    case "DELETE": {
+      const { def, row } = await deleteRecord(c.site, p, resource, uuid);
+      return records(def, [row], { status: 200, message: "RESOURCE_DELETED" }, c.t0);
+    }
+    default:
+      throw methodNotAllowed("GET, POST, PUT, PATCH, DELETE");
+  }
+}
+
+async function history(c: Ctx, resource: string, uuid: string): Promise<Response> {
+  if (c.request.method !== "GET") throw methodNotAllowed("GET");
+  const entries = await recordHistory(c.site, await c.principal(), resource, uuid);
+  return json(200, { count: entries.length, history: entries }, c.t0);
+}
+
+async function restore(c: Ctx, resource: string, uuid: string): Promise<Response> {
+  if (c.request.method !== "POST") throw methodNotAllowed("POST");
+  const body = (await readJson(c.request)) as { entry?: unknown };
+  const entry = body && typeof body === "object" && body.entry !== undefined ? Number(body.entry) : undefined;
+  if (entry !== undefined && !Number.isInteger(entry)) throw new AppError(400, "INVALID_DATA", "entry must be a history entry id");
+  const { def, row } = await restoreRecord(c.site, await c.principal(), resource, uuid, entry);
+  return records(def, [row], { status: 200, message: "RESOURCE_UPDATED" }, c.t0);
+}
+
+export const recordRoutes = (site: Site) =>
+  new Elysia({ name: "records" })
+    .all("/api/v1/:resource", ({ request, params }) => handle(site, request, (c) => collection(c, params.resource)), { parse: "none" })
+    .all("/api/v1/:resource/:uuid", ({ request, params }) => handle(site, request, (c) => single(c, params.resource, params.uuid)), { parse: "none" })
+    .all("/api/v1/:resource/:uuid/history", ({ request, params }) => handle(site, request, (c) => history(c, params.resource, params.uuid)), { parse: "none" })
+    .all("/api/v1/:resource/:uuid/restore", ({ request, params }) => handle(site, request, (c) => restore(c, params.resource, params.uuid)), { parse: "none" });
