@@ -4,6 +4,8 @@ import { Command } from "commander";
 import { version, commit } from "../src/build/version";
 import { registerServe } from "./serve";
 import { registerMigrate } from "./migrate";
+import { registerUser } from "./user";
+import { registerToken } from "./token";
 
 const program = new Command()
   .name("resd")
@@ -12,5 +14,7 @@ const program = new Command()
 
 registerServe(program);
 registerMigrate(program);
+registerUser(program);
+registerToken(program);
 
 await program.parseAsync(process.argv);

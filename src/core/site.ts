@@ -10,6 +10,7 @@ import type { DefinitionFile, ResourceDef } from "./definitions/types";
 import { notFound } from "./errors";
 import { SqliteStore } from "./store/sqlite";
 import type { Store, StoreTx } from "./store/types";
+import { ensureAdminRole } from "./access/accounts";
 
 /** What a committed write looked like; delivered to listeners after commit (events, caches). */
 export type WriteEvent = {
@@ -67,6 +68,7 @@ export async function openSite(config: Config, opts: { ensureSecret?: boolean } 
     },
     close: () => store.close(),
   };
+  await ensureAdminRole(site);
   return site;
 }
 
