@@ -12,6 +12,12 @@ export const MIGRATIONS: string[] = [
      at INTEGER NOT NULL, user TEXT, data TEXT NOT NULL, _created INTEGER NOT NULL);
    CREATE INDEX _resd_history_record ON _resd_history (resource, uuid, id);
    CREATE INDEX _resd_history_deletes ON _resd_history (action, at);`,
+  // Durable job queue (src/core/jobs): rows are written in the same transaction as the record.
+  `CREATE TABLE _resd_jobs (id INTEGER PRIMARY KEY, type TEXT NOT NULL, resource TEXT NOT NULL, action TEXT NOT NULL,
+     uuid TEXT NOT NULL, payload TEXT NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
+     run_at INTEGER NOT NULL, lease_until INTEGER, lease TEXT, last_error TEXT, created INTEGER NOT NULL, updated INTEGER NOT NULL);
+   CREATE INDEX _resd_jobs_due ON _resd_jobs (state, run_at);
+   CREATE INDEX _resd_jobs_lease ON _resd_jobs (state, lease_until);`,
 ];
 
 export function migrateInternal(db: Database): void {
