@@ -3,6 +3,7 @@ import { readdirSync, readFileSync, existsSync } from "node:fs";
 import { join, basename } from "node:path";
 import { BUILTIN, USER_ALWAYS_HIDDEN, extendBuiltin } from "./builtin";
 import { FIELD_TYPES, type DefinitionFile, type FieldDef, type ResourceDef } from "./types";
+import { RULES, ruleNames } from "../validation/rules";
 
 export class DefinitionError extends Error {
   constructor(readonly file: string, readonly field: string | null, reason: string) {
@@ -19,8 +20,8 @@ const HISTORY_DOT_RESOURCES = new Set([".content", ".config", ".navigation"]);
 const list = (v: string | string[] | undefined): string[] =>
   (Array.isArray(v) ? v : (v ?? "").split(",")).map((s) => s.trim()).filter(Boolean);
 
-function checkField(file: string, name: string, f: FieldDef, all: Record<string, FieldDef>): void {
-  const fail = (reason: string) => { throw new DefinitionError(file, name, reason); };
+function checkField(file: string, name: string, f: FieldDef, all: Record<string, FieldDef>, parent = ""): void {
+  const fail = (reason: string) => { throw new DefinitionError(file, parent + name, reason); };
   if (!FIELD_NAME.test(name)) fail("field names use letters, digits, _ and -, and start with a letter or _");
   if (!f || typeof f !== "object" || Array.isArray(f)) fail("field configuration must be an object");
   if (!(FIELD_TYPES as readonly string[]).includes(f.type)) {
@@ -36,7 +37,7 @@ function checkField(file: string, name: string, f: FieldDef, all: Record<string,
   }
   if (f.media === true && !f.media_sizes) fail("`media: true` needs `media_sizes`");
   for (const k of ["min", "max"] as const) if (f[k] !== undefined && typeof f[k] !== "number") fail(`\`${k}\` must be a number`);
-  if (f.type === "group" && f.fields) for (const [n, sub] of Object.entries(f.fields)) checkField(file, `${name}.${n}`, sub, f.fields);
+  if (f.type === "group" && f.fields) for (const [n, sub] of Object.entries(f.fields)) checkField(file, n, sub, f.fields, `${parent}${name}.`);
 }
 
 /** Checks one parsed definition and derives what requests need. */
@@ -66,6 +67,14 @@ export function buildDefinition(name: string, raw: DefinitionFile, file: string 
   for (const [n, f] of Object.entries(raw.fields)) {
     if (f.i18n && !raw.languages?.length) throw new DefinitionError(where, n, "`i18n` needs the root key `languages`");
   }
+  if (raw.validate !== undefined && (typeof raw.validate !== "object" || Array.isArray(raw.validate))) {
+    throw new DefinitionError(where, null, "`validate` must be an object of field name to rule(s)");
+  }
+  for (const [n, spec] of Object.entries(raw.validate ?? {})) {
+    if (!raw.fields[n]) throw new DefinitionError(where, n, "named in `validate` but not a field");
+    for (const rule of ruleNames(spec)) if (!RULES[rule]) throw new DefinitionError(where, n, `unknown validation rule "${rule}" (known: ${Object.keys(RULES).join(", ")})`);
+  }
+  const passwords = Object.entries(raw.fields).filter(([, f]) => f.type === "password").map(([n]) => n);
   const isDot = name.startsWith(".");
   const historyDefault = name === "users" ? false : isDot ? HISTORY_DOT_RESOURCES.has(name) : true;
   const builtin = BUILTIN[name] as { internal?: boolean } | undefined;
@@ -74,7 +83,8 @@ export function buildDefinition(name: string, raw: DefinitionFile, file: string 
     file,
     raw,
     fields: raw.fields,
-    hidden: new Set([...hidden, ...encrypted, ...(name === "users" ? USER_ALWAYS_HIDDEN : [])]),
+    // Password fields hold one-way hashes: never worth returning, whatever the definition says.
+    hidden: new Set([...hidden, ...encrypted, ...passwords, ...(name === "users" ? USER_ALWAYS_HIDDEN : [])]),
     encrypted: new Set(encrypted),
     history: raw.history ?? historyDefault,
     upsert: raw.upsert === true,

@@ -64,8 +64,10 @@ export async function prepareValues(store: Store, def: ResourceDef, input: Value
   }
   for (const [name, spec] of Object.entries(def.raw.validate ?? {})) {
     if (!(name in out) || errors[name]) continue;
+    const v = out[name];
+    const each = def.fields[name].i18n && v && typeof v === "object" ? Object.values(v) : [v];
     for (const rule of ruleNames(spec)) {
-      const msg = RULES[rule]?.(out[name]);
+      const msg = each.map((x) => RULES[rule]?.(x)).find(Boolean);
       if (msg) { errors[name] = msg; break; }
     }
   }
