@@ -18,6 +18,12 @@ export const MIGRATIONS: string[] = [
      run_at INTEGER NOT NULL, lease_until INTEGER, lease TEXT, last_error TEXT, created INTEGER NOT NULL, updated INTEGER NOT NULL);
    CREATE INDEX _resd_jobs_due ON _resd_jobs (state, run_at);
    CREATE INDEX _resd_jobs_lease ON _resd_jobs (state, lease_until);`,
+  // Sessions and failed-login counters (src/core/access, src/core/store/access-sqlite.ts).
+  `CREATE TABLE _resd_sessions (id TEXT PRIMARY KEY, user TEXT NOT NULL, pfp TEXT NOT NULL, created INTEGER NOT NULL,
+     seen INTEGER NOT NULL, expires INTEGER NOT NULL);
+   CREATE INDEX _resd_sessions_expires ON _resd_sessions (expires);
+   CREATE TABLE _resd_login_failures (account TEXT PRIMARY KEY, failures INTEGER NOT NULL, last_ms INTEGER NOT NULL,
+     locked_until INTEGER NOT NULL);`,
 ];
 
 export function migrateInternal(db: Database): void {
