@@ -108,7 +108,7 @@ for (const [i, target] of targets.entries()) {
   try {
     result = await Bun.build({
       entrypoints: [entry],
-      compile: { target: target as Bun.Build.CompileTarget, outfile: out },
+      compile: { target: target as Bun.Build.CompileTarget, outfile: out, autoloadDotenv: false },
       minify: !values["no-minify"],
       sourcemap: "linked",
       define: {

@@ -35,6 +35,7 @@ export const SETTINGS = {
   sessionTtl: { env: "RESD_SESSION_TTL", default: 14 * 24 * 3600, parse: int(60), help: "session lifetime in seconds after the last use" } as Spec<number>,
   maxLimit: { env: "RESD_MAX_LIMIT", default: 0, parse: int(0), help: "largest `limit` a list accepts (0 = no maximum)" } as Spec<number>,
   publicMedia: { env: "RESD_PUBLIC_MEDIA", default: true, parse: bool, help: "serve /img and /download without permission checks" } as Spec<boolean>,
+  shutdownTimeout: { env: "RESD_SHUTDOWN_TIMEOUT", default: 10, parse: int(0, 3600), help: "seconds in-flight requests and jobs get to finish after SIGTERM/SIGINT" } as Spec<number>,
   logFormat: { env: "RESD_LOG_FORMAT", default: "auto", parse: oneOf("auto", "json", "text"), help: "request log format (auto: json unless stdout is a terminal)" } as Spec<"auto" | "json" | "text">,
   tokenSecret: { env: "RESD_TOKEN_SECRET", default: "", parse: str, secret: true, help: "HMAC key for bearer tokens (generated into DIR/.env)" } as Spec<string>,
   aiApiKey: { env: "AI_API_KEY", default: "", parse: str, secret: true, help: "key of the OpenAI-compatible provider for import-document" } as Spec<string>,
@@ -69,6 +70,25 @@ export function readDotEnv(dir: string): Record<string, string> {
 }
 
 /**
+ * The RESD_* / AI_* variables of the environment the process was started with. Bun loads the
+ * working directory's .env files into process.env before any of our code runs (unless told not
+ * to): with cwd = DIR that would pass DIR/.env off as environment variables, and from another
+ * directory a stray .env would configure resd. On Linux /proc/self/environ still holds the
+ * environment as it was at exec, so whatever Bun added is dropped again.
+ */
+export function launchEnv(): Record<string, string | undefined> {
+  let launched: Set<string>;
+  try {
+    launched = new Set(readFileSync("/proc/self/environ", "latin1").split("\0").map((kv) => kv.slice(0, kv.indexOf("="))));
+  } catch {
+    return process.env;
+  }
+  const env = { ...process.env };
+  for (const key of Object.keys(env)) if (/^(RESD|AI)_/.test(key) && !launched.has(key)) delete env[key];
+  return env;
+}
+
+/**
  * Resolves every setting. `flags` holds raw command-line values by setting name.
  * An unparseable value stops with an error naming the setting and where it came from.
  */
@@ -77,7 +97,7 @@ export function loadConfig(opts: {
   flags?: Partial<Record<SettingName, string | number | boolean>>;
   env?: Record<string, string | undefined>;
 }): Config {
-  const env = opts.env ?? process.env;
+  const env = opts.env ?? launchEnv();
   const dirSource: Source = opts.dir ? "flag" : env.RESD_DIR ? "env" : "default";
   const dir = resolve(opts.dir ?? env.RESD_DIR ?? ".");
   const dotenv = readDotEnv(dir);
@@ -97,7 +117,7 @@ export function loadConfig(opts: {
     }
     const parsed = spec.parse(String(hit[1]));
     if (parsed === undefined) {
-      throw new AppError(400, "INVALID_DATA", `invalid value for ${name} (${spec.env}) from ${hit[0]}: ${JSON.stringify(String(hit[1]))} — ${spec.help}`);
+      throw new AppError(400, "INVALID_DATA", `invalid value for ${name} (${spec.env}) from ${hit[0]}: ${spec.secret ? "(masked)" : JSON.stringify(String(hit[1]))} — ${spec.help}`);
     }
     values[name] = parsed;
     sources[name] = hit[0];

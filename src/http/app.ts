@@ -4,9 +4,11 @@ import type { Site } from "../core/site";
 import { notFound } from "../core/errors";
 import { handle } from "./context";
 import { recordRoutes } from "./records";
+import { healthRoutes } from "./health";
 
 export function createApp(site: Site) {
   return new Elysia()
+    .use(healthRoutes(site))
     .use(recordRoutes(site))
     .onError(({ code, request }) => {
       // Elysia's own errors (no route, unparsable input) get the same envelope as ours.

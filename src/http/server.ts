@@ -1,16 +1,119 @@
-/** Starts the HTTP server for a site and keeps the background upkeep running. */
+/**
+ * Starts the HTTP server for a site: every request logged, background upkeep running, and a graceful
+ * stop on SIGTERM/SIGINT (see `shutdown`).
+ */
+import type { Server } from "bun";
 import type { Site } from "../core/site";
 import { HISTORY_WINDOW_MS } from "../core/site";
-import { createApp } from "./app";
+import { createApp, type App } from "./app";
+import { requestInfo } from "./context";
+import { errorResponse } from "./errors";
+import { flushLogs, logEvent, logRequest, resolveLogFormat, setLogFormat } from "./logging";
 
-export async function startServer(site: Site, opts: { quiet?: boolean } = {}) {
-  const app = createApp(site);
-  app.listen({ hostname: site.config.host, port: site.config.port });
-  const server = app.server!;
-  const purge = () => site.store.purgeHistory(Date.now() - HISTORY_WINDOW_MS).catch((e) => console.error("history purge failed:", e));
-  await purge();
+/** Work that must reach a safe point before the database closes (a job worker, an import). */
+export type Drain = () => Promise<void> | void;
+
+export type Running = {
+  app: App;
+  server: Server<undefined>;
+  /** Registers work to wait for on shutdown; it runs while in-flight requests finish, within the same bound. */
+  onDrain(fn: Drain): void;
+  /** Graceful stop: no new connections, in-flight requests and drains finish (bounded), WAL checkpointed. */
+  stop(): Promise<void>;
+};
+
+/** Bun's default body cap is 128 MiB; a larger upload limit must raise it (multipart adds a little). */
+const bodyCap = (maxUpload: number) => Math.max(128 * 1024 * 1024, maxUpload + 1024 * 1024);
+
+/** Wraps the app's fetch with the request log: one line per answer, 404s and 405s included. */
+function logged(app: App) {
+  return async (request: Request): Promise<Response> => {
+    const t0 = performance.now();
+    let res: Response;
+    try {
+      res = await app.fetch(request);
+    } catch (e) {
+      // Elysia answers its own errors; this only catches what escaped it. Logged once, in errorResponse.
+      res = errorResponse(e, t0, crypto.randomUUID());
+    }
+    const info = requestInfo.get(request);
+    const id = info?.id ?? res.headers.get("x-request-id") ?? "-";
+    // Duration is until the answer's headers are ready; a streamed body may flow on after it.
+    logRequest(request.method, request.url, res.status, performance.now() - t0, info?.user ?? "anonymous", id);
+    return res;
+  };
+}
+
+function startUpkeep(site: Site) {
+  const purge = () => site.store.purgeHistory(Date.now() - HISTORY_WINDOW_MS).catch((e) => logEvent("history purge failed", { error: String(e) }));
   const timer = setInterval(purge, 3600_000);
   timer.unref();
-  if (!opts.quiet) console.log(`resd listening on http://${server.hostname}:${server.port} (site ${site.config.dir})`);
-  return { app, server, stop: async () => { clearInterval(timer); await server.stop(); await site.close(); } };
+  return { purge, stop: () => clearInterval(timer) };
+}
+
+/** Stops in order: listening, then in-flight requests and drains (bounded), then the database. */
+async function shutdown(site: Site, server: Server<undefined>, drains: Drain[], stopUpkeep: () => void) {
+  stopUpkeep();
+  const boundMs = site.config.shutdownTimeout * 1000;
+  const settled = Promise.all([server.stop(false), Promise.allSettled(drains.map(async (fn) => fn()))]);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = await Promise.race([
+    settled.then(() => false),
+    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), boundMs))),
+  ]);
+  clearTimeout(timer);
+  if (timedOut) {
+    logEvent("shutdown bound reached: closing the remaining connections", { seconds: site.config.shutdownTimeout });
+    await server.stop(true);
+  }
+  // close() lets the write queue finish its transaction (an import's safe point) and checkpoints the WAL.
+  await site.close();
+}
+
+/** First SIGTERM/SIGINT: graceful stop, exit 0. A second one: exit at once. */
+function exitOnSignals(stop: () => Promise<void>) {
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      logEvent("second signal: exiting at once", { signal });
+      void flushLogs();
+      process.exit(signal === "SIGINT" ? 130 : 143);
+    }
+    stopping = true;
+    logEvent("resd shutting down", { signal });
+    stop().then(
+      async () => {
+        logEvent("resd stopped");
+        await flushLogs();
+        process.exit(0);
+      },
+      async (e) => {
+        logEvent("shutdown failed", { error: String((e as Error)?.stack ?? e) });
+        await flushLogs();
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+}
+
+export async function startServer(site: Site, opts: { quiet?: boolean; signals?: boolean } = {}): Promise<Running> {
+  setLogFormat(resolveLogFormat(site.config.logFormat));
+  const app = createApp(site);
+  const server = Bun.serve({
+    hostname: site.config.host,
+    port: site.config.port,
+    idleTimeout: 30,
+    maxRequestBodySize: bodyCap(site.config.maxUpload),
+    fetch: logged(app),
+  });
+  const upkeep = startUpkeep(site);
+  await upkeep.purge();
+  const drains: Drain[] = [];
+  let stopped: Promise<void> | null = null;
+  const stop = () => (stopped ??= shutdown(site, server, drains, upkeep.stop));
+  if (opts.signals !== false) exitOnSignals(stop);
+  if (!opts.quiet) logEvent(`resd listening on http://${server.hostname}:${server.port} (site ${site.config.dir})`);
+  return { app, server, onDrain: (fn) => void drains.push(fn), stop };
 }

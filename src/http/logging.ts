@@ -1,0 +1,79 @@
+/**
+ * The request log and the error log. One line per request on stdout, errors with their stack on
+ * stderr, as JSON lines or as text. Lines are collected and written once per event-loop turn, so
+ * logging costs the hot path a string build and an array push, not a write(2) per request.
+ *
+ * What is logged is chosen so that no secret can reach it: the method, the path WITHOUT the query
+ * string (queries carry filter values and, for some clients, tokens), the status, the duration, the
+ * caller's e-mail (or "anonymous"), the request id. Never headers, bodies or queries.
+ */
+export type LogFormat = "json" | "text";
+
+/** `auto` means JSON lines unless stdout is a terminal (a person is watching). */
+export const resolveLogFormat = (setting: "auto" | "json" | "text"): LogFormat =>
+  setting === "auto" ? (process.stdout.isTTY ? "text" : "json") : setting;
+
+let format: LogFormat = "json";
+const pending = { out: [] as string[], err: [] as string[] };
+let scheduled = false;
+
+export function setLogFormat(f: LogFormat) {
+  format = f;
+}
+
+/** A path is capped and stripped of control characters so one request cannot forge log lines. */
+const clean = (s: string, max = 1024) => {
+  const t = s.length > max ? `${s.slice(0, max)}…` : s;
+  return /[\u0000-\u001f\u007f\s"]/.test(t) ? JSON.stringify(t) : t;
+};
+
+function emit(stream: "out" | "err", line: string) {
+  pending[stream].push(line);
+  if (!scheduled) {
+    scheduled = true;
+    setImmediate(() => void flushLogs());
+  }
+}
+
+/** Writes what is queued: every event-loop turn, and once more (awaited) before the process exits. */
+export function flushLogs(): Promise<void> {
+  scheduled = false;
+  const writes: Promise<void>[] = [];
+  for (const [key, stream] of [["out", process.stdout], ["err", process.stderr]] as const) {
+    if (!pending[key].length) continue;
+    const text = `${pending[key].join("\n")}\n`;
+    pending[key] = [];
+    writes.push(new Promise((resolve) => stream.write(text, () => resolve())));
+  }
+  return Promise.all(writes).then(() => undefined);
+}
+
+/** A service message (start, shutdown) in the log's format. */
+export function logEvent(message: string, fields: Record<string, string | number> = {}) {
+  if (format === "json") emit("out", JSON.stringify({ time: new Date().toISOString(), level: "info", msg: message, ...fields }));
+  else emit("out", `${new Date().toISOString()} ${message}${Object.entries(fields).map(([k, v]) => ` ${k}=${clean(String(v))}`).join("")}`);
+}
+
+/** The request line. `url` is the full request URL: only its path is kept, the query string never. */
+export function logRequest(method: string, url: string, status: number, ms: number, user: string, id: string) {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  const q = url.indexOf("?", start);
+  const path = start < 0 ? "/" : url.slice(start, q < 0 ? undefined : q);
+  const duration = Math.round(ms * 100) / 100;
+  if (format === "json") {
+    emit("out", `{"time":"${new Date().toISOString()}","method":${JSON.stringify(method.slice(0, 16))},"path":${JSON.stringify(path.slice(0, 1024))},"status":${status},"duration_ms":${duration},"user":${JSON.stringify(user.slice(0, 256))},"request_id":${JSON.stringify(id.slice(0, 64))}}`);
+  } else {
+    emit("out", `${new Date().toISOString()} ${clean(method, 16)} ${clean(path)} ${status} ${duration}ms ${clean(user, 256)} ${clean(id, 64)}`);
+  }
+}
+
+/** An unexpected error: once, with its stack, on stderr, under the request id the client was given. */
+export function logError(requestId: string, e: unknown) {
+  const err = e instanceof Error ? e : new Error(String(e));
+  const stack = err.stack ?? `${err.name}: ${err.message}`;
+  if (format === "json") {
+    emit("err", JSON.stringify({ time: new Date().toISOString(), level: "error", request_id: requestId, error: err.message, stack }));
+  } else {
+    emit("err", `${new Date().toISOString()} ERROR ${requestId} ${stack}`);
+  }
+}
