@@ -33,6 +33,8 @@ export const SETTINGS = {
   maxUpload: { env: "RESD_MAX_UPLOAD", default: 50 * 1024 * 1024, parse: int(1), help: "largest upload in bytes" } as Spec<number>,
   tokenTtl: { env: "RESD_TOKEN_TTL", default: 600, parse: int(1), help: "bearer token lifetime in seconds after the last renewal" } as Spec<number>,
   sessionTtl: { env: "RESD_SESSION_TTL", default: 14 * 24 * 3600, parse: int(60), help: "session lifetime in seconds after the last use" } as Spec<number>,
+  loginMaxFailures: { env: "RESD_LOGIN_MAX_FAILURES", default: 5, parse: int(1, 1000), help: "failed logins of one account before further attempts are refused (429)" } as Spec<number>,
+  loginLock: { env: "RESD_LOGIN_LOCK", default: 60, parse: int(1, 86400), help: "seconds an account is locked after too many failed logins; doubles per further failure, at most one hour" } as Spec<number>,
   maxLimit: { env: "RESD_MAX_LIMIT", default: 0, parse: int(0), help: "largest `limit` a list accepts (0 = no maximum)" } as Spec<number>,
   publicMedia: { env: "RESD_PUBLIC_MEDIA", default: true, parse: bool, help: "serve /img and /download without permission checks" } as Spec<boolean>,
   shutdownTimeout: { env: "RESD_SHUTDOWN_TIMEOUT", default: 10, parse: int(0, 3600), help: "seconds in-flight requests and jobs get to finish after SIGTERM/SIGINT" } as Spec<number>,

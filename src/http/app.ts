@@ -4,11 +4,17 @@ import type { Site } from "../core/site";
 import { notFound } from "../core/errors";
 import { handle } from "./context";
 import { recordRoutes } from "./records";
+import { tokenRoutes } from "./token";
+import { sessionRoutes } from "./session";
+import { openApiRoutes } from "./openapi";
 import { healthRoutes } from "./health";
 
 export function createApp(site: Site) {
   return new Elysia()
     .use(healthRoutes(site))
+    .use(tokenRoutes(site))
+    .use(sessionRoutes(site))
+    .use(openApiRoutes(site))
     .use(recordRoutes(site))
     .onError(({ code, request }) => {
       // Elysia's own errors (no route, unparsable input) get the same envelope as ours.

@@ -1,16 +1,68 @@
-/** Works out who is calling: bearer token, session cookie, or an anonymous visitor. */
-import { ANONYMOUS, type Principal } from "../core/access/permissions";
-import { verifyToken } from "../core/access/tokens";
-import { principalForUser } from "../core/access/users";
+/**
+ * Works out who is calling: a bearer token, else the session cookie, else an anonymous visitor.
+ * A cookie-authenticated write from another origin is refused here, so a page on another site
+ * cannot act with a signed-in user's cookie.
+ */
+import type { Principal } from "../core/access/permissions";
+import { tokenPrincipal } from "../core/access/tokens";
+import { anonymousPrincipal } from "../core/access/anonymous";
+import { SESSION_COOKIE, sessionPrincipal } from "../core/access/sessions";
 import type { Site } from "../core/site";
-import { unauthorized } from "../core/errors";
+import { AppError, unauthorized } from "../core/errors";
+
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/** The value of one cookie, without parsing the whole header into an object. */
+export function cookieValue(request: Request, name: string): string | null {
+  const header = request.headers.get("cookie");
+  if (!header) return null;
+  for (const part of header.split(";")) {
+    const eq = part.indexOf("=");
+    if (eq > 0 && part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim());
+  }
+  return null;
+}
+
+/** Was the request made over https (directly, or per a proxy's X-Forwarded-Proto)? */
+export function isHttps(request: Request): boolean {
+  const fwd = request.headers.get("x-forwarded-proto");
+  if (fwd) return fwd.split(",")[0].trim().toLowerCase() === "https";
+  return new URL(request.url).protocol === "https:";
+}
+
+/**
+ * True unless the browser says the request comes from another origin. Browsers send `Origin` on
+ * every cross-origin write; requests without it (curl, scripts) are not from a foreign page.
+ */
+export function sameOrigin(request: Request): boolean {
+  const origin = request.headers.get("origin");
+  if (!origin) return request.headers.get("sec-fetch-site") !== "cross-site";
+  if (origin === "null") return false;
+  const host = request.headers.get("x-forwarded-host")?.split(",")[0].trim() ?? request.headers.get("host") ?? new URL(request.url).host;
+  try {
+    const o = new URL(origin);
+    return o.host.toLowerCase() === host.toLowerCase() && (o.protocol === "https:") === isHttps(request);
+  } catch {
+    return false;
+  }
+}
+
+export const crossOriginRefused = () => new AppError(403, "ACCESS_DENIED", "a request authenticated by the session cookie must come from this site's own pages (Origin)");
 
 export async function authenticate(site: Site, request: Request): Promise<Principal> {
   const header = request.headers.get("authorization");
   if (header) {
     const m = /^Bearer\s+(\S+)$/i.exec(header);
     if (!m) throw unauthorized("the Authorization header must be `Bearer <token>`");
-    return principalForUser(site, await verifyToken(site, m[1]));
+    return tokenPrincipal(site, m[1]);
   }
-  return ANONYMOUS;
+  const cookie = cookieValue(request, SESSION_COOKIE);
+  if (cookie) {
+    const p = await sessionPrincipal(site, cookie);
+    if (p) {
+      if (!SAFE_METHODS.has(request.method) && !sameOrigin(request)) throw crossOriginRefused();
+      return p;
+    }
+  }
+  return anonymousPrincipal(site);
 }

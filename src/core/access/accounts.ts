@@ -35,13 +35,13 @@ async function userUuid(site: Site, email: string): Promise<string> {
   return user.uuid;
 }
 
-export async function listUsers(site: Site) {
-  const def = site.resource("users");
-  const out = [];
+export type UserSummary = { uuid: string; email: string; name: string | null; role: string | null; api: boolean };
+
+export async function listUsers(site: Site): Promise<UserSummary[]> {
+  const out: UserSummary[] = [];
   for await (const row of site.store.stream("users", { where: "", args: [], orderBy: "ORDER BY id", limit: null, offset: 0 })) {
-    const r = publicRecord(def, row);
-    const data = JSON.parse(row.data) as { api?: boolean };
-    out.push({ ...r, api: data.api === true });
+    const d = JSON.parse(row.data) as { email?: string; name?: string; role?: string; api?: boolean };
+    out.push({ uuid: row.uuid, email: d.email ?? "", name: d.name ?? null, role: d.role ?? null, api: d.api === true });
   }
   return out;
 }

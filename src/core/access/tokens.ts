@@ -7,7 +7,8 @@
 import { SignJWT, jwtVerify } from "jose";
 import type { Site } from "../site";
 import { AppError, unauthorized } from "../errors";
-import { findUser, type UserRow } from "./users";
+import { findUser, principalForUser, type UserRow } from "./users";
+import type { Principal } from "./permissions";
 
 export type IssuedToken = { token: string; token_created: number; token_expires: number };
 
@@ -40,11 +41,13 @@ export async function issueToken(site: Site, user: UserRow): Promise<IssuedToken
 }
 
 type Claims = { sub: string; exp: number; pfp: string };
-const verified = new Map<string, Claims>();
+/** Signature checks are the costly part; a token's claims are kept per site after the first check. */
+const claimCaches = new WeakMap<Site, Map<string, Claims>>();
 
-/** Returns the token's user, or throws 401 UNAUTHORIZED. */
-export async function verifyToken(site: Site, token: string): Promise<UserRow> {
-  let claims = verified.get(token);
+async function claimsOf(site: Site, token: string): Promise<Claims> {
+  let cache = claimCaches.get(site);
+  if (!cache) claimCaches.set(site, (cache = new Map()));
+  let claims = cache.get(token);
   if (!claims) {
     try {
       const { payload } = await jwtVerify(token, keyOf(site), { algorithms: ["HS256"] });
@@ -52,14 +55,46 @@ export async function verifyToken(site: Site, token: string): Promise<UserRow> {
     } catch {
       throw unauthorized("the bearer token is invalid or expired");
     }
-    if (verified.size > 50_000) verified.clear();
-    verified.set(token, claims);
+    if (typeof claims.sub !== "string" || typeof claims.exp !== "number" || typeof claims.pfp !== "string") {
+      throw unauthorized("the bearer token is not a resd token");
+    }
+    if (cache.size > 50_000) cache.clear();
+    cache.set(token, claims);
   }
   if (claims.exp * 1000 <= Date.now()) {
-    verified.delete(token);
+    cache.delete(token);
     throw unauthorized("the bearer token has expired");
   }
+  return claims;
+}
+
+/** Returns the token's user, or throws 401 UNAUTHORIZED. */
+export async function verifyToken(site: Site, token: string): Promise<UserRow> {
+  const claims = await claimsOf(site, token);
   const user = await findUser(site, claims.sub);
   if (!user || user.api !== true || passwordFingerprint(user) !== claims.pfp) throw unauthorized("the bearer token is no longer valid for this user");
   return user;
+}
+
+type CachedPrincipal = { users: number; roles: number; exp: number; principal: Principal };
+const principals = new WeakMap<Site, Map<string, CachedPrincipal>>();
+
+/**
+ * The caller behind a bearer token. Authentication runs on every request, so the principal is
+ * cached until the token expires or anything in `users` or `roles` changes. The change marks live
+ * in SQLite, so a change by another process (`resd user api X --off`) counts at once.
+ */
+export async function tokenPrincipal(site: Site, token: string): Promise<Principal> {
+  let cache = principals.get(site);
+  if (!cache) principals.set(site, (cache = new Map()));
+  const users = await site.store.lastChange("users");
+  const roles = await site.store.lastChange("roles");
+  const hit = cache.get(token);
+  if (hit && hit.users === users && hit.roles === roles && hit.exp * 1000 > Date.now()) return hit.principal;
+  cache.delete(token);
+  const claims = await claimsOf(site, token);
+  const principal = await principalForUser(site, await verifyToken(site, token));
+  if (cache.size > 50_000) cache.clear();
+  cache.set(token, { users, roles, exp: claims.exp, principal });
+  return principal;
 }

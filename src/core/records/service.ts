@@ -5,6 +5,7 @@
 import type { Site, WriteEvent } from "../site";
 import { HISTORY_WINDOW_MS } from "../site";
 import { authorize, type Principal } from "../access/permissions";
+import { guardWrite } from "../access/write-guard";
 import { AppError, badRequest, conflict, notFound } from "../errors";
 import type { ResourceDef } from "../definitions/types";
 import { compileList } from "../query/compile";
@@ -63,7 +64,8 @@ async function afterWrite(site: Site, tx: StoreTx, def: ResourceDef, e: WriteEve
     await tx.addHistory({ resource: def.name, uuid: row.uuid, action: history, at: Date.now(), user: e.user, data: row.data, _created: row._created });
   }
   for (const hook of site.txHooks) await hook(tx, e);
-  tx.afterCommit(() => {
+  // Without listeners nothing is scheduled: an import of a million rows must not hold a million events.
+  if (site.listeners.length) tx.afterCommit(() => {
     for (const l of site.listeners) {
       Promise.resolve().then(() => l(e)).catch((err) => console.error(`listener failed for ${e.resource} ${e.action}:`, err));
     }
@@ -87,8 +89,7 @@ async function updatePrepared(site: Site, tx: StoreTx, def: ResourceDef, existin
 
 export async function createRecord(site: Site, p: Principal, resource: string, body: unknown, pathUuid?: string): Promise<{ def: ResourceDef; row: StoredRecord }> {
   const def = site.resource(resource);
-  authorize(p, resource, "create");
-  const input = asObject(body);
+  const input = await guardWrite(site, p, def, "create", body);
   if (pathUuid !== undefined && input.uuid !== undefined && input.uuid !== pathUuid) throw badRequest("the uuid in the body differs from the one in the path");
   const uuid = checkUuid(pathUuid ?? input.uuid ?? crypto.randomUUID());
   if (await site.store.get(resource, uuid)) throw conflict(`${resource}/${uuid} already exists`);
@@ -117,8 +118,7 @@ async function applyUpdate(site: Site, tx: StoreTx, def: ResourceDef, u: Prepare
 
 export async function updateRecord(site: Site, p: Principal, resource: string, uuid: string, body: unknown): Promise<{ def: ResourceDef; row: StoredRecord; created: boolean }> {
   const def = site.resource(resource);
-  authorize(p, resource, "edit", uuid);
-  const u = await prepareUpdate(site, def, uuid, body);
+  const u = await prepareUpdate(site, def, uuid, await guardWrite(site, p, def, "edit", body, uuid));
   if (u.create) authorize(p, resource, "create");
   const row = await site.store.transaction((tx) => applyUpdate(site, tx, def, u, p.uuid));
   return { def, row, created: u.create };
@@ -134,7 +134,7 @@ export async function bulkUpdate(site: Site, p: Principal, resource: string, bod
   const errors: Record<string, string> = {};
   for (const [uuid, fields] of entries) {
     try {
-      prepared.push(await prepareUpdate(site, def, checkUuid(uuid), fields));
+      prepared.push(await prepareUpdate(site, def, checkUuid(uuid), await guardWrite(site, p, def, "edit", fields, uuid)));
     } catch (e) {
       if (!(e instanceof AppError) || e.status !== 422) throw e;
       for (const [f, why] of Object.entries(e.extra.errors ?? {})) errors[`${uuid}.${f}`] = why;

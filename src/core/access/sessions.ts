@@ -1,0 +1,62 @@
+/**
+ * Server-side sessions for the service's own pages. The cookie holds a random 256-bit id; the
+ * database holds only its SHA-256, the user, and a fingerprint of the user's password hash (a
+ * password change ends every session). A session lives `sessionTtl` seconds after its last use.
+ */
+import type { Site } from "../site";
+import { accessStore, type SessionRow } from "../store/access-sqlite";
+import type { Principal } from "./permissions";
+import { passwordFingerprint } from "./tokens";
+import { findUser, principalForUser, type UserRow } from "./users";
+
+export const SESSION_COOKIE = "resd_session";
+/** Sliding expiry is written back at most this often, not on every request. */
+const TOUCH_EVERY_MS = 60_000;
+
+const hashId = (raw: string) => new Bun.CryptoHasher("sha256").update(raw).digest("hex");
+
+export async function startSession(site: Site, user: UserRow): Promise<{ id: string; expires: number }> {
+  const raw = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
+  const now = Date.now();
+  const expires = now + site.config.sessionTtl * 1000;
+  const a = accessStore(site.store);
+  await a.putSession({ id: hashId(raw), user: user.uuid, pfp: passwordFingerprint(user), created: now, seen: now, expires });
+  // Expired rows are swept now and then, on sign-in, so the table never grows without bound.
+  if (Math.random() < 0.05) await a.purgeSessions(now);
+  return { id: raw, expires };
+}
+
+export async function endSession(site: Site, raw: string): Promise<void> {
+  await accessStore(site.store).deleteSession(hashId(raw));
+}
+
+type Cached = { version: number; row: SessionRow; principal: Principal };
+const caches = new WeakMap<Site, Map<string, Cached>>();
+
+/** The signed-in user's principal, or null for a missing, expired or revoked session. */
+export async function sessionPrincipal(site: Site, raw: string): Promise<Principal | null> {
+  if (!/^[A-Za-z0-9_-]{43}$/.test(raw)) return null;
+  const a = accessStore(site.store);
+  const id = hashId(raw);
+  const now = Date.now();
+  let cache = caches.get(site);
+  if (!cache) caches.set(site, (cache = new Map()));
+  const version = a.version();
+  let hit = cache.get(id);
+  if (!hit || hit.version !== version) {
+    cache.delete(id);
+    const row = await a.getSession(id);
+    if (!row) return null;
+    const user = await findUser(site, row.user);
+    if (!user || passwordFingerprint(user) !== row.pfp) return null;
+    hit = { version, row, principal: await principalForUser(site, user, true) };
+    if (cache.size > 10_000) cache.clear();
+    cache.set(id, hit);
+  }
+  if (hit.row.expires <= now) return null;
+  if (now - hit.row.seen > TOUCH_EVERY_MS) {
+    hit.row = { ...hit.row, seen: now, expires: now + site.config.sessionTtl * 1000 };
+    a.touchSession(id, now, hit.row.expires).catch((e) => console.error("session touch failed:", e));
+  }
+  return hit.principal;
+}

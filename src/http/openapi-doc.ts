@@ -1,0 +1,257 @@
+/**
+ * The OpenAPI 3.0.3 document of one caller: only the resources and operations the caller may use,
+ * schemas from the definitions' field types, hidden fields left out of every record schema.
+ * Built per request (it is small and callers differ); nothing here reads the database.
+ */
+import { can, hasPermission, type Action, type Principal } from "../core/access/permissions";
+import { selfEditFields } from "../core/access/write-guard";
+import type { FieldDef, ResourceDef } from "../core/definitions/types";
+import type { Site } from "../core/site";
+import { version } from "../build/version";
+
+type Schema = Record<string, unknown>;
+type Operation = Record<string, unknown>;
+/** A path item: operations by method, plus shared `parameters`. */
+type PathItem = Record<string, unknown>;
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const errorRefs = (...codes: number[]) => Object.fromEntries(codes.map((c) => [String(c), { $ref: `#/components/responses/E${c}` }]));
+/** Component names allow letters, digits, `.`, `-` and `_` only, which resource names respect. */
+const schemaName = (resource: string, kind: "record" | "input") => `${resource}.${kind}`;
+
+function scalarSchema(f: FieldDef, def: ResourceDef, name: string): Schema {
+  const s: Schema = {};
+  if (f.name) s.description = f.name;
+  switch (f.type) {
+    case "number": {
+      s.type = "number";
+      const lon = Object.values(def.fields).some((o) => o.type === "location-picker" && o.longitude_field === name);
+      if (lon) Object.assign(s, { minimum: -180, maximum: 180 });
+      if (typeof f.min === "number") s.minimum = f.min;
+      if (typeof f.max === "number") s.maximum = f.max;
+      return s;
+    }
+    case "location-picker": return { ...s, type: "number", minimum: -90, maximum: 90 };
+    case "boolean": return { ...s, type: "boolean" };
+    case "email": return { ...s, type: "string", format: "email" };
+    case "url": return { ...s, type: "string", format: "uri" };
+    case "date": return { ...s, type: "string", description: `${f.name ?? name} (YYYY-MM-DD or ISO 8601 date-time)` };
+    case "color": return { ...s, type: "string", pattern: "^#(?:[0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})$" };
+    case "password": return { ...s, type: "string", format: "password", writeOnly: true };
+    case "group": return { ...s, type: "object", additionalProperties: true };
+    case "select":
+      if (f.options) return { ...s, type: "string", enum: Object.keys(f.options) };
+      if (f.resource) return { ...s, type: "string", description: `uuid or name of a record of ${f.resource}` };
+      return { ...s, type: "string" };
+    case "image":
+    case "file":
+    case "upload":
+    case "gallery":
+      return { ...s, type: "string", description: `${f.name ?? name}: uuid of a file in the media library` };
+    default:
+      return { ...s, type: "string" };
+  }
+}
+
+function fieldSchema(def: ResourceDef, name: string): Schema {
+  const f = def.fields[name];
+  let s = scalarSchema(f, def, name);
+  if (f.multi || f.type === "gallery") s = { type: "array", items: s };
+  else if (f.type === "group") s = { oneOf: [s, { type: "array", items: { type: "object", additionalProperties: true } }] };
+  if (f.i18n) {
+    const langs = def.raw.languages ?? [];
+    s = { type: "object", properties: Object.fromEntries(langs.map((l) => [l, s])), additionalProperties: false, description: "one value per language" };
+  }
+  return s;
+}
+
+const SYSTEM_PROPS: Record<string, Schema> = {
+  uuid: { type: "string" },
+  _created: { type: "integer", description: "seconds since the epoch" },
+  _modified: { type: "integer", description: "seconds since the epoch" },
+  _created_by: { type: "string", nullable: true, description: "uuid of the user who created the record" },
+  _modified_by: { type: "string", nullable: true, description: "uuid of the user who last changed the record" },
+};
+
+/** What a read returns: visible fields plus system fields. */
+function recordSchema(def: ResourceDef): Schema {
+  const props: Record<string, Schema> = { ...SYSTEM_PROPS };
+  for (const name of Object.keys(def.fields)) if (!def.hidden.has(name)) props[name] = fieldSchema(def, name);
+  return { type: "object", properties: props };
+}
+
+/**
+ * What a write accepts. Write-only fields (hidden ones such as a user's password or `api`) may be
+ * sent, so they appear here, marked writeOnly; they never appear in a record schema.
+ */
+function inputSchema(def: ResourceDef, only?: string[]): Schema {
+  const props: Record<string, Schema> = { uuid: { type: "string", description: "optional identifier on create" } };
+  for (const name of Object.keys(def.fields)) {
+    if (only && !only.includes(name)) continue;
+    props[name] = def.hidden.has(name) ? { ...fieldSchema(def, name), writeOnly: true } : fieldSchema(def, name);
+  }
+  const required = only ? [] : Object.entries(def.fields).filter(([, f]) => f.required).map(([n]) => n);
+  return { type: "object", properties: props, ...(required.length ? { required } : {}) };
+}
+
+const recordsResponse = (key: string, schema: string, description: string) => ({
+  description,
+  content: { "application/json": { schema: { allOf: [ref("Envelope"), { type: "object", properties: { [key]: { type: "object", additionalProperties: ref(schema) } } }] } } },
+});
+
+const jsonBody = (schema: Schema) => ({ required: true, content: { "application/json": { schema } } });
+const uuidParam = { name: "uuid", in: "path", required: true, schema: { type: "string" } };
+const LIST_PARAMS = [
+  { name: "limit", in: "query", schema: { type: "integer", minimum: 0 }, description: "maximum number of records" },
+  { name: "offset", in: "query", schema: { type: "integer", minimum: 0 }, description: "starting offset" },
+  { name: "sort", in: "query", schema: { type: "string" }, description: "comma-separated `field|order` or `field|flag|order`" },
+  { name: "filter", in: "query", schema: { type: "string" }, description: "comma-separated `field:value`; `!` negates, `||` means or" },
+  { name: "search", in: "query", schema: { type: "string" } },
+];
+
+function resourcePaths(p: Principal, def: ResourceDef, paths: Record<string, PathItem>) {
+  const r = def.name;
+  const rec = schemaName(r, "record");
+  const may = (a: Action) => can(p, r, a);
+  const tags = [r];
+  const coll: PathItem = {};
+  const one: PathItem = { parameters: [uuidParam] };
+  if (may("view")) {
+    coll.get = { tags, summary: `List ${r}`, operationId: `list_${r}`, parameters: LIST_PARAMS, responses: { "200": recordsResponse(r, rec, "records keyed by uuid"), ...errorRefs(400, 401, 403, 404) } };
+    one.get = { tags, summary: `Read one of ${r}`, operationId: `read_${r}`, responses: { "200": recordsResponse(r, rec, "one record keyed by uuid"), ...errorRefs(401, 403, 404) } };
+  }
+  if (may("create")) {
+    const body = jsonBody(ref(schemaName(r, "input")));
+    coll.post = { tags, summary: `Create one of ${r}`, operationId: `create_${r}`, requestBody: body, responses: { "201": recordsResponse(r, rec, "RESOURCE_CREATED"), ...errorRefs(400, 401, 403, 409, 422) } };
+    one.post = { tags, summary: `Create one of ${r} with this uuid`, operationId: `create_${r}_uuid`, requestBody: body, responses: { "201": recordsResponse(r, rec, "RESOURCE_CREATED"), ...errorRefs(400, 401, 403, 409, 422) } };
+  }
+  const selfOnly = r === "users" && p.kind === "user" && !may("edit");
+  if (may("edit") || selfOnly) {
+    const schema = selfOnly ? inputSchema(def, selfEditFields(def)) : { ...inputSchema(def), required: undefined };
+    const op = (id: string) => ({
+      tags, operationId: id, requestBody: jsonBody(schema),
+      summary: selfOnly ? "Change your own user record (only the fields below)" : `Change fields of one of ${r}`,
+      responses: { "200": recordsResponse(r, rec, "RESOURCE_UPDATED"), ...errorRefs(400, 401, 403, 404, 422) },
+    });
+    one.put = op(`update_${r}`);
+    one.patch = op(`patch_${r}`);
+    if (!selfOnly) {
+      coll.put = {
+        tags, summary: `Change several records of ${r}`, operationId: `bulk_update_${r}`,
+        requestBody: jsonBody({ type: "object", additionalProperties: schema }),
+        responses: { "200": recordsResponse(r, rec, "RESOURCE_UPDATED"), ...errorRefs(400, 401, 403, 404, 422) },
+      };
+    }
+  }
+  if (may("delete")) one.delete = { tags, summary: `Delete one of ${r}`, operationId: `delete_${r}`, responses: { "200": recordsResponse(r, rec, "RESOURCE_DELETED"), ...errorRefs(401, 403, 404) } };
+  if (may("delete_all")) coll.delete = { tags, summary: `Delete every record of ${r}`, operationId: `delete_all_${r}`, responses: { "200": { description: "RESOURCE_DELETED", content: { "application/json": { schema: ref("Envelope") } } }, ...errorRefs(401, 403) } };
+  if (Object.keys(coll).length) paths[`/api/v1/${r}`] = coll;
+  if (Object.keys(one).length > 1) paths[`/api/v1/${r}/{uuid}`] = one;
+  if (may("export")) {
+    paths[`/api/v1/${r}/export`] = { get: {
+      tags, summary: `Export ${r}`, operationId: `export_${r}`,
+      parameters: [{ name: "format", in: "query", schema: { type: "string", enum: ["json", "csv", "tsv"], default: "json" } }],
+      responses: { "200": { description: "file download", content: { "application/json": {}, "text/csv": {}, "text/tab-separated-values": {} } }, ...errorRefs(400, 401, 403) },
+    } };
+  }
+  if (may("import")) {
+    paths[`/api/v1/${r}/import`] = { post: {
+      tags, summary: `Import into ${r}`, operationId: `import_${r}`,
+      requestBody: { required: true, content: { "multipart/form-data": { schema: { type: "object", properties: { file: { type: "string", format: "binary" } }, required: ["file"] } } } },
+      responses: { "200": { description: "import statistics", content: { "application/json": { schema: { allOf: [ref("Envelope"), { type: "object", properties: { stats: ref("ImportStats") } }] } } } }, ...errorRefs(400, 401, 403, 413, 422) },
+    } };
+  }
+}
+
+function filePaths(p: Principal, paths: Record<string, PathItem>) {
+  const may = (a: Action) => can(p, ".files", a);
+  const tags = ["files"];
+  const resp = (d: string) => ({ description: d, content: { "application/json": { schema: { allOf: [ref("Envelope"), { type: "object", properties: { files: { type: "object", additionalProperties: ref("FileMeta") } } }] } } } });
+  const coll: PathItem = {};
+  const one: PathItem = { parameters: [uuidParam] };
+  if (may("view")) {
+    coll.get = { tags, summary: "List files", operationId: "list_files", responses: { "200": resp("metadata keyed by uuid"), ...errorRefs(401, 403) } };
+    one.get = { tags, summary: "Metadata of one file", operationId: "read_file", responses: { "200": resp("metadata of one file"), ...errorRefs(401, 403, 404) } };
+  }
+  if (may("create")) {
+    coll.post = {
+      tags, summary: "Upload a file", operationId: "upload_file",
+      requestBody: { required: true, content: { "multipart/form-data": { schema: { type: "object", properties: { file: { type: "string", format: "binary" } }, required: ["file"] } } } },
+      responses: { "201": resp("RESOURCE_CREATED"), ...errorRefs(400, 401, 403, 413) },
+    };
+  }
+  if (may("edit")) one.put = { tags, summary: "Change file metadata", operationId: "update_file", requestBody: jsonBody({ type: "object", properties: { title: { type: "string" } } }), responses: { "200": resp("RESOURCE_UPDATED"), ...errorRefs(400, 401, 403, 404) } };
+  if (may("delete")) one.delete = { tags, summary: "Delete a file, its metadata and resized copies", operationId: "delete_file", responses: { "200": resp("RESOURCE_DELETED"), ...errorRefs(401, 403, 404) } };
+  if (Object.keys(coll).length) paths["/api/v1/.files"] = coll;
+  if (Object.keys(one).length > 1) paths["/api/v1/.files/{uuid}"] = one;
+}
+
+const TOKEN_RESPONSE = { description: "a bearer token", content: { "application/json": { schema: { allOf: [ref("Envelope"), ref("Token")] } } } };
+
+function authPaths(): Record<string, PathItem> {
+  return {
+    "/api/v1/auth/token": {
+      post: {
+        tags: ["auth"], summary: "Request a bearer token", operationId: "create_token", security: [],
+        requestBody: jsonBody({ type: "object", properties: { email: { type: "string" }, password: { type: "string", format: "password" } }, required: ["email", "password"] }),
+        responses: { "200": TOKEN_RESPONSE, ...errorRefs(400, 401, 403, 429) },
+      },
+      get: { tags: ["auth"], summary: "Renew the bearer token", operationId: "renew_token", security: [{ bearerAuth: [] }], responses: { "200": TOKEN_RESPONSE, ...errorRefs(401) } },
+    },
+  };
+}
+
+const envelopeProps = {
+  code: { type: "integer" }, success: { type: "boolean" }, status: { type: "string", enum: ["ok", "error"] },
+  count: { type: "integer" }, total: { type: "integer" }, message: { type: "string" },
+  memory_usage: { type: "string" }, execution_time: { type: "string" },
+};
+
+const ERROR_TEXT: Record<number, string> = {
+  400: "INVALID_DATA: malformed request", 401: "UNAUTHORIZED or INVALID_CREDENTIALS", 403: "ACCESS_DENIED (`needs` lists granting permissions)",
+  404: "RESOURCE_NOT_FOUND", 409: "RESOURCE_EXISTS", 413: "UPLOAD_TOO_LARGE", 422: "INVALID_DATA: a value fails validation", 429: "TOO_MANY_REQUESTS",
+};
+
+export function buildOpenApi(site: Site, p: Principal, serverUrl: string): Record<string, unknown> {
+  const paths: Record<string, PathItem> = authPaths();
+  const schemas: Record<string, Schema> = {
+    Envelope: { type: "object", properties: envelopeProps, required: ["code", "success", "status"] },
+    Error: { type: "object", properties: { ...envelopeProps, needs: { type: "string" }, details: { type: "string" }, errors: { type: "object", additionalProperties: { type: "string" } } }, required: ["code", "success", "status", "message"] },
+    Token: { type: "object", properties: { token: { type: "string" }, token_created: { type: "integer" }, token_expires: { type: "integer" } }, required: ["token", "token_created", "token_expires"] },
+    ImportStats: { type: "object", properties: Object.fromEntries(["imported", "errors", "created", "updated", "total"].map((k) => [k, { type: "integer" }])) },
+    FileMeta: { type: "object", properties: { uuid: { type: "string" }, name: { type: "string" }, title: { type: "string" }, type: { type: "string" }, size: { type: "integer" }, width: { type: "integer" }, height: { type: "integer" }, orientation: { type: "string" } } },
+  };
+  const tags: { name: string; description?: string }[] = [{ name: "auth", description: "bearer tokens" }];
+  for (const def of [...site.defs.values()].sort((a, b) => a.name.localeCompare(b.name))) {
+    if (def.internal || def.name.startsWith(".")) continue;
+    const before = Object.keys(paths).length;
+    resourcePaths(p, def, paths);
+    if (Object.keys(paths).length === before) continue;
+    schemas[schemaName(def.name, "record")] = recordSchema(def);
+    schemas[schemaName(def.name, "input")] = inputSchema(def);
+    tags.push({ name: def.name, description: def.raw.name?.plural });
+  }
+  const before = Object.keys(paths).length;
+  filePaths(p, paths);
+  if (Object.keys(paths).length > before) tags.push({ name: "files", description: "media library" });
+  return {
+    openapi: "3.0.3",
+    info: {
+      title: "resd API",
+      version: "1",
+      description: `Generic resource REST interface (resd ${version}). This document lists only what the caller ${p.email ?? ""} may use${hasPermission(p, "(all)") ? " (everything)" : ""}.`,
+    },
+    servers: [{ url: serverUrl }],
+    security: [{ bearerAuth: [] }, { sessionCookie: [] }],
+    tags,
+    paths,
+    components: {
+      securitySchemes: {
+        bearerAuth: { type: "http", scheme: "bearer", bearerFormat: "JWT" },
+        sessionCookie: { type: "apiKey", in: "cookie", name: "resd_session" },
+      },
+      schemas,
+      responses: Object.fromEntries(Object.entries(ERROR_TEXT).map(([c, d]) => [`E${c}`, { description: d, content: { "application/json": { schema: ref("Error") } } }])),
+    },
+  };
+}

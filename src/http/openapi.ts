@@ -1,0 +1,53 @@
+/**
+ * `GET /api/v1/openapi.json`: the caller's OpenAPI document (anonymous callers are refused).
+ * `GET /swagger`: Swagger UI loading that document. The UI's script and stylesheet come from the
+ * swagger-ui-dist package and are embedded into the executable (`with { type: "file" }`), so the
+ * page works with no network. (@elysiajs/swagger 1.3.1 loads them from a CDN and documents the
+ * routes rather than the caller's permissions, so it is not used.)
+ */
+import { Elysia } from "elysia";
+// @ts-expect-error -- a file import: Bun gives the (embedded) path of the asset, not a module.
+import bundlePath from "swagger-ui-dist/swagger-ui-bundle.js" with { type: "file" };
+// @ts-expect-error -- as above.
+import cssPath from "swagger-ui-dist/swagger-ui.css" with { type: "file" };
+import { AppError, unauthorized } from "../core/errors";
+import type { Site } from "../core/site";
+import { handle } from "./context";
+import { buildOpenApi } from "./openapi-doc";
+
+const page = `<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+  <title>resd API</title>
+  <link rel="stylesheet" href="/swagger/swagger-ui.css">
+</head>
+<body>
+  <div id="swagger-ui"></div>
+  <script src="/swagger/swagger-ui-bundle.js"></script>
+  <script>
+    // The document follows the caller's permissions: sign in first (POST /api/v1/session) so the
+    // session cookie goes with this request, or use "Authorize" with a bearer token and reload.
+    window.ui = SwaggerUIBundle({ url: "/api/v1/openapi.json", dom_id: "#swagger-ui", persistAuthorization: true });
+  </script>
+</body>
+</html>`;
+
+const asset = (path: string, type: string) => () =>
+  new Response(Bun.file(path), { headers: { "content-type": type, "cache-control": "public, max-age=86400" } });
+
+export const openApiRoutes = (site: Site) =>
+  new Elysia({ name: "openapi" })
+    .all("/api/v1/openapi.json", ({ request }) =>
+      handle(site, request, async (c) => {
+        if (request.method !== "GET") throw new AppError(405, "METHOD_NOT_ALLOWED", "this path supports GET", { allow: "GET" });
+        const p = await c.principal();
+        if (p.kind === "anonymous") throw unauthorized("the OpenAPI document lists what the caller may do; sign in or send a bearer token");
+        return new Response(JSON.stringify(buildOpenApi(site, p, "/")), {
+          headers: { "content-type": "application/json; charset=utf-8", "cache-control": "private, no-store" },
+        });
+      }), { parse: "none" })
+    .get("/swagger", () => new Response(page, { headers: { "content-type": "text/html; charset=utf-8" } }))
+    .get("/swagger/swagger-ui-bundle.js", asset(bundlePath as string, "text/javascript; charset=utf-8"))
+    .get("/swagger/swagger-ui.css", asset(cssPath as string, "text/css; charset=utf-8"));
