@@ -1,0 +1,92 @@
+/**
+ * The durable job queue on SQLite (table `_resd_jobs`). Inserts happen inside a record's own
+ * transaction (`insertJob`, used by the store's StoreTx); everything else goes through the store's
+ * group-committing writer, so the queue never adds a second writer connection.
+ *
+ * A claim is a lease: state `running` until `lease_until`. A process that dies mid-job leaves the
+ * row running; once the lease runs out any worker may claim it again. Settling a job checks the
+ * claim's random `lease` token, so a worker whose lease expired cannot overwrite a newer attempt.
+ */
+import type { Database } from "bun:sqlite";
+import type { JobQueue, JobRow, JobState, NewJob } from "./types";
+import type { SqliteStore } from "./sqlite";
+
+export function insertJob(db: Database, job: NewJob, now = Date.now()): void {
+  db.query(`INSERT INTO _resd_jobs (type, resource, action, uuid, payload, state, attempts, run_at, created, updated)
+            VALUES (?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?)`).run(job.type, job.resource, job.action, job.uuid, job.payload, job.run_at, now, now);
+}
+
+const DUE = `(state = 'queued' AND run_at <= ?1) OR (state = 'running' AND lease_until <= ?1)`;
+
+export class SqliteJobs implements JobQueue {
+  constructor(private readonly store: SqliteStore) {}
+
+  private write<T>(fn: (db: Database) => T): Promise<T> {
+    return this.store.transaction(async () => fn(this.store.writeDb));
+  }
+
+  claim(now: number, leaseMs: number, maxAttempts: number): Promise<JobRow | null> {
+    return this.write((db) => {
+      for (;;) {
+        const row = db.query(`SELECT * FROM _resd_jobs WHERE ${DUE} ORDER BY run_at, id LIMIT 1`).get(now) as JobRow | null;
+        if (!row) return null;
+        if (row.state === "running" && row.attempts >= maxAttempts) {
+          // Its last attempt never settled: the process died each time. Stop the loop here.
+          db.query(`UPDATE _resd_jobs SET state = 'dead', lease = NULL, lease_until = NULL, updated = ?,
+                    last_error = coalesce(last_error || '; ', '') || 'attempt ' || attempts || ' never finished (lease expired)' WHERE id = ?`).run(now, row.id);
+          continue;
+        }
+        const lease = crypto.randomUUID();
+        db.query(`UPDATE _resd_jobs SET state = 'running', attempts = attempts + 1, lease = ?, lease_until = ?, updated = ? WHERE id = ?`)
+          .run(lease, now + leaseMs, now, row.id);
+        return { ...row, state: "running", attempts: row.attempts + 1, lease, lease_until: now + leaseMs, updated: now };
+      }
+    });
+  }
+
+  extend(id: number, lease: string, until: number): Promise<boolean> {
+    return this.write((db) => db.query(`UPDATE _resd_jobs SET lease_until = ? WHERE id = ? AND lease = ? AND state = 'running'`).run(until, id, lease).changes > 0);
+  }
+
+  complete(id: number, lease: string, now: number): Promise<boolean> {
+    return this.write((db) =>
+      db.query(`UPDATE _resd_jobs SET state = 'done', lease = NULL, lease_until = NULL, updated = ? WHERE id = ? AND lease = ? AND state = 'running'`).run(now, id, lease).changes > 0);
+  }
+
+  fail(id: number, lease: string, now: number, error: string, retryAt: number | null): Promise<boolean> {
+    return this.write((db) =>
+      db.query(`UPDATE _resd_jobs SET state = ?, run_at = coalesce(?, run_at), last_error = ?, lease = NULL, lease_until = NULL, updated = ?
+                WHERE id = ? AND lease = ? AND state = 'running'`)
+        .run(retryAt === null ? "dead" : "queued", retryAt, error.slice(0, 2000), now, id, lease).changes > 0);
+  }
+
+  release(id: number, lease: string, now: number): Promise<boolean> {
+    // The interrupted attempt is not held against the job: it did not fail, it was stopped.
+    return this.write((db) =>
+      db.query(`UPDATE _resd_jobs SET state = 'queued', attempts = max(attempts - 1, 0), run_at = ?, lease = NULL, lease_until = NULL, updated = ?
+                WHERE id = ? AND lease = ? AND state = 'running'`).run(now, now, id, lease).changes > 0);
+  }
+
+  async list(opts: { state?: JobState; limit: number }): Promise<JobRow[]> {
+    const db = this.store.readDb;
+    return (opts.state
+      ? db.query("SELECT * FROM _resd_jobs WHERE state = ? ORDER BY id DESC LIMIT ?").all(opts.state, opts.limit)
+      : db.query("SELECT * FROM _resd_jobs ORDER BY id DESC LIMIT ?").all(opts.limit)) as JobRow[];
+  }
+
+  async get(id: number): Promise<JobRow | null> {
+    return this.store.readDb.query("SELECT * FROM _resd_jobs WHERE id = ?").get(id) as JobRow | null;
+  }
+
+  retry(id: number, now: number): Promise<JobRow | null> {
+    return this.write((db) => {
+      const n = db.query(`UPDATE _resd_jobs SET state = 'queued', attempts = 0, run_at = ?, lease = NULL, lease_until = NULL, updated = ?
+                          WHERE id = ? AND state != 'running'`).run(now, now, id).changes;
+      return n ? (db.query("SELECT * FROM _resd_jobs WHERE id = ?").get(id) as JobRow) : null;
+    });
+  }
+
+  purgeDone(before: number): Promise<number> {
+    return this.write((db) => db.query("DELETE FROM _resd_jobs WHERE state = 'done' AND updated < ?").run(before).changes);
+  }
+}
