@@ -6,6 +6,10 @@ import { registerServe } from "./serve";
 import { registerMigrate } from "./migrate";
 import { registerUser } from "./user";
 import { registerToken } from "./token";
+import { registerConfig } from "./config";
+import { registerBackup } from "./backup";
+import { registerRestore } from "./restore";
+import { registerJobs } from "./jobs";
 
 const program = new Command()
   .name("resd")
@@ -16,5 +20,9 @@ registerServe(program);
 registerMigrate(program);
 registerUser(program);
 registerToken(program);
+registerConfig(program);
+registerBackup(program);
+registerRestore(program);
+registerJobs(program);
 
 await program.parseAsync(process.argv);

@@ -43,6 +43,13 @@ export const SETTINGS = {
   aiApiKey: { env: "AI_API_KEY", default: "", parse: str, secret: true, help: "key of the OpenAI-compatible provider for import-document" } as Spec<string>,
   aiBaseUrl: { env: "AI_BASE_URL", default: "https://api.openai.com/v1", parse: str, help: "base URL of the chat-completions provider" } as Spec<string>,
   aiModel: { env: "AI_MODEL", default: "gpt-4o-mini", parse: str, help: "model name sent to the provider" } as Spec<string>,
+  jobAttempts: { env: "RESD_JOB_ATTEMPTS", default: 8, parse: int(1, 100), help: "attempts of a job before it is dead-lettered" } as Spec<number>,
+  jobBackoff: { env: "RESD_JOB_BACKOFF", default: 10_000, parse: int(1), help: "milliseconds before a failed job's first retry; doubles per attempt, at most one hour" } as Spec<number>,
+  jobLease: { env: "RESD_JOB_LEASE", default: 300, parse: int(1), help: "seconds a running job stays claimed without a heartbeat before another worker may take it" } as Spec<number>,
+  jobPoll: { env: "RESD_JOB_POLL", default: 1000, parse: int(10), help: "milliseconds between queue polls of an idle worker" } as Spec<number>,
+  jobConcurrency: { env: "RESD_JOB_CONCURRENCY", default: 2, parse: int(1, 64), help: "jobs one server runs at the same time" } as Spec<number>,
+  publicUrl: { env: "RESD_PUBLIC_URL", default: "", parse: (raw: string) => (/^https?:\/\/[^\s/]+(\/[^\s]*)?$/.test(raw) ? raw.replace(/\/+$/, "") : undefined), help: "public base URL for absolute links such as sitemap <loc> (default: from the request's Host)" } as Spec<string>,
+  sitemapMaxUrls: { env: "RESD_SITEMAP_MAX_URLS", default: 50_000, parse: int(1, 50_000), help: "URLs per sitemap file; above it /sitemap.xml becomes a sitemap index" } as Spec<number>,
 } as const;
 
 export type SettingName = keyof typeof SETTINGS;

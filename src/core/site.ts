@@ -11,6 +11,7 @@ import { notFound } from "./errors";
 import { SqliteStore } from "./store/sqlite";
 import type { Store, StoreTx } from "./store/types";
 import { ensureAdminRole } from "./access/accounts";
+import { queueJobsHook } from "./jobs/enqueue";
 
 /** What a committed write looked like; delivered to listeners after commit (events, caches). */
 export type WriteEvent = {
@@ -68,6 +69,8 @@ export async function openSite(config: Config, opts: { ensureSecret?: boolean } 
     },
     close: () => store.close(),
   };
+  // `job:` entries of a definition are queued by every process that writes (server, CLI import).
+  site.txHooks.push(queueJobsHook(site));
   await ensureAdminRole(site);
   return site;
 }

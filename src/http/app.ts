@@ -7,6 +7,8 @@ import { recordRoutes } from "./records";
 import { tokenRoutes } from "./token";
 import { sessionRoutes } from "./session";
 import { openApiRoutes } from "./openapi";
+import { extensionRoutes } from "./extensions";
+import { sitemapRoutes } from "./sitemap";
 import { healthRoutes } from "./health";
 
 export function createApp(site: Site) {
@@ -16,6 +18,8 @@ export function createApp(site: Site) {
     .use(sessionRoutes(site))
     .use(openApiRoutes(site))
     .use(recordRoutes(site))
+    .use(extensionRoutes(site))
+    .use(sitemapRoutes(site))
     .onError(({ code, request }) => {
       // Elysia's own errors (no route, unparsable input) get the same envelope as ours.
       if (code === "NOT_FOUND") return handle(site, request, () => { throw notFound(`no route for ${new URL(request.url).pathname}`); });

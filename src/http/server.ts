@@ -9,6 +9,7 @@ import { createApp, type App } from "./app";
 import { requestInfo } from "./context";
 import { errorResponse } from "./errors";
 import { flushLogs, logEvent, logRequest, resolveLogFormat, setLogFormat } from "./logging";
+import { startHooks, stopHooks } from "../core/extensions/runtime";
 
 /** Work that must reach a safe point before the database closes (a job worker, an import). */
 export type Drain = () => Promise<void> | void;
@@ -100,6 +101,7 @@ function exitOnSignals(stop: () => Promise<void>) {
 
 export async function startServer(site: Site, opts: { quiet?: boolean; signals?: boolean } = {}): Promise<Running> {
   setLogFormat(resolveLogFormat(site.config.logFormat));
+  await startHooks(site); // extensions load (or start-up fails) before anything listens
   const app = createApp(site);
   const server = Bun.serve({
     hostname: site.config.host,
@@ -111,6 +113,7 @@ export async function startServer(site: Site, opts: { quiet?: boolean; signals?:
   const upkeep = startUpkeep(site);
   await upkeep.purge();
   const drains: Drain[] = [];
+  drains.push(() => stopHooks(site));
   let stopped: Promise<void> | null = null;
   const stop = () => (stopped ??= shutdown(site, server, drains, upkeep.stop));
   if (opts.signals !== false) exitOnSignals(stop);

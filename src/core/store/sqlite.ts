@@ -15,6 +15,7 @@ import { AppError } from "../errors";
 import type { ResourceDef } from "../definitions/types";
 import { sqliteDialect } from "./dialect";
 import { migrateInternal, syncResource } from "./sqlite-schema";
+import { SqliteJobs, insertJob } from "./sqlite-jobs";
 import type { CompiledQuery, HistoryEntry, SchemaChange, SqlValue, Store, StoreTx, StoredRecord } from "./types";
 
 const COLS = "uuid, data, _created, _modified, _created_by, _modified_by";
@@ -37,6 +38,7 @@ function mapWriteError(e: unknown, resource: string, uuid: string): never {
 
 export class SqliteStore implements Store {
   readonly dialect = sqliteDialect;
+  readonly jobs = new SqliteJobs(this);
   private readonly writer: Database;
   private readonly reader: Database;
   private queue: Job[] = [];
@@ -279,6 +281,7 @@ export class SqliteStore implements Store {
         w.query("INSERT INTO _resd_history (resource, uuid, action, at, user, data, _created) VALUES (?, ?, ?, ?, ?, ?, ?)").run(e.resource, e.uuid, e.action, e.at, e.user, e.data, e._created);
       },
       afterCommit: (fn) => after.push(fn),
+      enqueueJob: async (job) => insertJob(w, job),
     };
   }
 }

@@ -50,6 +50,8 @@ export interface StoreTx {
   addHistory(entry: Omit<HistoryEntry, "id">): Promise<void>;
   /** Runs after the whole transaction committed; dropped when it rolls back. */
   afterCommit(fn: () => void): void;
+  /** Queues a job that exists if and only if this transaction commits. */
+  enqueueJob(job: NewJob): Promise<void>;
 }
 
 export interface Store {
@@ -71,7 +73,56 @@ export interface Store {
   purgeHistory(before: number): Promise<number>;
   /** Is the database answering? Cheap. */
   ping(): Promise<boolean>;
+  /** The durable job queue (see src/core/jobs). */
+  readonly jobs: JobQueue;
   close(): Promise<void>;
+}
+
+export type JobState = "queued" | "running" | "done" | "dead";
+/** One queued job. Times are milliseconds since the epoch. */
+export type JobRow = {
+  id: number;
+  type: string;
+  resource: string;
+  action: string;
+  uuid: string;
+  /** JSON text of the write event that queued the job. */
+  payload: string;
+  state: JobState;
+  /** Attempts started so far (a running job counts its current attempt). */
+  attempts: number;
+  run_at: number;
+  lease_until: number | null;
+  /** Identifies the current claim, so a late worker whose lease expired cannot settle the job. */
+  lease: string | null;
+  last_error: string | null;
+  created: number;
+  updated: number;
+};
+export type NewJob = Pick<JobRow, "type" | "resource" | "action" | "uuid" | "payload" | "run_at">;
+
+/** The queue's operations outside a record write; each runs in a transaction of its own. */
+export interface JobQueue {
+  /**
+   * Takes the next due job (queued and due, or running with an expired lease), marks it running
+   * until `now + leaseMs` and counts the attempt. A job whose lease expired after its last allowed
+   * attempt is marked dead instead (it crashed the process every time).
+   */
+  claim(now: number, leaseMs: number, maxAttempts: number): Promise<JobRow | null>;
+  /** Pushes the lease of a running job further; false when the claim is no longer ours. */
+  extend(id: number, lease: string, until: number): Promise<boolean>;
+  complete(id: number, lease: string, now: number): Promise<boolean>;
+  /** Settles a failed attempt: queued again at `retryAt`, or dead when `retryAt` is null. */
+  fail(id: number, lease: string, now: number, error: string, retryAt: number | null): Promise<boolean>;
+  /** Hands a running job back to the queue at once (shutdown before it finished). */
+  release(id: number, lease: string, now: number): Promise<boolean>;
+  /** Newest first. */
+  list(opts: { state?: JobState; limit: number }): Promise<JobRow[]>;
+  get(id: number): Promise<JobRow | null>;
+  /** Queues a job that is not running again with a fresh attempt count. */
+  retry(id: number, now: number): Promise<JobRow | null>;
+  /** Removes done jobs settled before `before`. */
+  purgeDone(before: number): Promise<number>;
 }
 
 export type SchemaChange = { resource: string; action: "created" | "index-added" | "index-dropped" | "updated"; detail: string };
