@@ -22,7 +22,12 @@ export function extensionFiles(dir: string): string[] {
     .filter((p) => statSync(p).isFile());
 }
 
-const describe = (e: unknown) => (e instanceof Error ? e.message : String(e));
+/** Bun's syntax errors (BuildMessage) carry the position apart from the message. */
+function describe(e: unknown): string {
+  const pos = (e as { position?: { line?: number; column?: number } } | null)?.position;
+  const where = pos?.line ? ` (line ${pos.line}, column ${pos.column ?? 0})` : "";
+  return `${e instanceof Error || (e && typeof (e as Error).message === "string") ? (e as Error).message : String(e)}${where}`;
+}
 
 export async function loadExtensions(site: Site): Promise<Registry> {
   const registry = registryOf(site);
