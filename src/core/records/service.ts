@@ -91,8 +91,10 @@ export async function createRecord(site: Site, p: Principal, resource: string, b
   const def = site.resource(resource);
   const input = await guardWrite(site, p, def, "create", body);
   if (pathUuid !== undefined && input.uuid !== undefined && input.uuid !== pathUuid) throw badRequest("the uuid in the body differs from the one in the path");
-  const uuid = checkUuid(pathUuid ?? input.uuid ?? crypto.randomUUID());
-  if (await site.store.get(resource, uuid)) throw conflict(`${resource}/${uuid} already exists`);
+  const given = pathUuid ?? input.uuid;
+  const uuid = given === undefined ? crypto.randomUUID() : checkUuid(given);
+  // A generated uuid cannot exist; a given one is checked early so that a conflict skips the work.
+  if (given !== undefined && (await site.store.get(resource, uuid))) throw conflict(`${resource}/${uuid} already exists`);
   const values = await prepareValues(site.store, def, input, "create", uuid);
   const row = await site.store.transaction((tx) => insertPrepared(site, tx, def, uuid, values, p.uuid));
   return { def, row };

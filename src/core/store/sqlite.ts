@@ -23,8 +23,12 @@ const BATCH = 512;
 
 type Job = { fn: (tx: StoreTx) => Promise<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void };
 
-function configure(db: Database, busyMs: number) {
-  db.exec(`PRAGMA busy_timeout=${busyMs}; PRAGMA cache_size=-131072; PRAGMA mmap_size=1073741824; PRAGMA temp_store=MEMORY;`);
+/**
+ * No memory-mapped I/O: mapped pages count as the process's resident memory, and a long scan would
+ * map the whole file. A bounded page cache per connection keeps memory flat at any database size.
+ */
+function configure(db: Database, busyMs: number, cacheMiB: number) {
+  db.exec(`PRAGMA busy_timeout=${busyMs}; PRAGMA cache_size=-${cacheMiB * 1024}; PRAGMA mmap_size=0; PRAGMA temp_store=MEMORY;`);
 }
 
 /** Maps constraint failures to domain errors; everything else stays an internal error. */
@@ -53,16 +57,27 @@ export class SqliteStore implements Store {
     this.writer.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA journal_size_limit=67108864; PRAGMA foreign_keys=OFF;");
     // The writer waits briefly inside SQLite and otherwise yields (see begin()), so another process
     // holding the write lock (a CLI import) never freezes the server's event loop.
-    configure(this.writer, 50);
+    configure(this.writer, 50, 128);
     migrateInternal(this.writer);
     this.reader = new Database(path, { readonly: true, strict: true });
-    configure(this.reader, 5000);
+    configure(this.reader, 5000, 64);
     this.versionStmt = this.reader.query("PRAGMA data_version");
   }
 
-  /** Changes whenever any other connection (our writer, another process) commits. */
-  private dataVersion(): number {
-    return (this.versionStmt.get() as { data_version: number }).data_version;
+  private dv = 0;
+  private dvAt = -Infinity;
+  /**
+   * Changes whenever any other connection (our writer, another process) commits. Asking SQLite costs
+   * a read transaction (~2 µs), so the answer is reused for 1 ms; our own commits reset it at once,
+   * so only another process's write can go unseen, and for at most a millisecond.
+   */
+  version(): number {
+    const now = performance.now();
+    if (now - this.dvAt >= 1) {
+      this.dv = (this.versionStmt.get() as { data_version: number }).data_version;
+      this.dvAt = now;
+    }
+    return this.dv;
   }
 
   async syncSchema(defs: Iterable<ResourceDef>): Promise<SchemaChange[]> {
@@ -88,7 +103,7 @@ export class SqliteStore implements Store {
   async *stream(resource: string, q: CompiledQuery): AsyncIterable<StoredRecord> {
     const [sql, args] = this.selectSql(resource, q);
     const db = new Database(this.path, { readonly: true, strict: true });
-    configure(db, 5000);
+    configure(db, 5000, 4);
     try {
       for (const row of db.query(sql).iterate(...(args as never[]))) yield row as StoredRecord;
     } finally {
@@ -99,7 +114,7 @@ export class SqliteStore implements Store {
   async count(resource: string, where: string, args: SqlValue[]): Promise<number> {
     // An exact total over a large match costs milliseconds; it is cached until anything commits.
     const key = `${resource}\0${where}\0${JSON.stringify(args)}`;
-    const version = this.dataVersion();
+    const version = this.version();
     const hit = this.countCache.get(key);
     if (hit && hit.version === version) return hit.n;
     const n = (this.reader.query(`SELECT count(*) AS n FROM ${this.dialect.table(resource)} ${where}`).get(...(args as never[])) as { n: number }).n;
@@ -116,7 +131,7 @@ export class SqliteStore implements Store {
   }
 
   async lastChange(resource: string): Promise<number> {
-    const version = this.dataVersion();
+    const version = this.version();
     const hit = this.changeCache.get(resource);
     if (hit && hit.version === version) return hit.ms;
     const row = this.reader.query("SELECT changed_ms FROM _resd_changes WHERE resource = ?").get(resource) as { changed_ms: number } | null;
@@ -177,7 +192,12 @@ export class SqliteStore implements Store {
   transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
-      if (!this.draining) void this.drain();
+      if (!this.draining) {
+        // Start on the next turn of the event loop, so that requests already waiting on their
+        // sockets can join this commit instead of each paying for one of their own.
+        this.draining = true;
+        setImmediate(() => void this.drain());
+      }
     });
   }
 
@@ -226,6 +246,7 @@ export class SqliteStore implements Store {
           const mark = this.writer.query("INSERT INTO _resd_changes (resource, changed_ms) VALUES (?, ?) ON CONFLICT(resource) DO UPDATE SET changed_ms = max(changed_ms + 1, excluded.changed_ms)");
           for (const r of touched) mark.run(r, now);
           this.writer.exec("COMMIT");
+          this.dvAt = -Infinity;
         } catch (e) {
           if (this.writer.inTransaction) this.writer.exec("ROLLBACK");
           done.forEach((d) => d.job.reject(d.ok ? new AppError(500, "INTERNAL_ERROR", `commit failed: ${(e as Error).message}`) : d.value));
