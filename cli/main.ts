@@ -10,6 +10,8 @@ import { registerConfig } from "./config";
 import { registerBackup } from "./backup";
 import { registerRestore } from "./restore";
 import { registerJobs } from "./jobs";
+import { registerImport } from "./import";
+import { registerExport } from "./export";
 
 const program = new Command()
   .name("resd")
@@ -24,5 +26,7 @@ registerConfig(program);
 registerBackup(program);
 registerRestore(program);
 registerJobs(program);
+registerImport(program);
+registerExport(program);
 
 await program.parseAsync(process.argv);

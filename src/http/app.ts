@@ -4,6 +4,7 @@ import type { Site } from "../core/site";
 import { notFound } from "../core/errors";
 import { handle } from "./context";
 import { recordRoutes } from "./records";
+import { transferRoutes } from "./transfer";
 import { tokenRoutes } from "./token";
 import { sessionRoutes } from "./session";
 import { openApiRoutes } from "./openapi";
@@ -17,6 +18,7 @@ export function createApp(site: Site) {
     .use(tokenRoutes(site))
     .use(sessionRoutes(site))
     .use(openApiRoutes(site))
+    .use(transferRoutes(site))
     .use(recordRoutes(site))
     .use(extensionRoutes(site))
     .use(sitemapRoutes(site))

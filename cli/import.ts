@@ -1,0 +1,71 @@
+import type { Command } from "commander";
+import { existsSync, statSync } from "node:fs";
+import { basename } from "node:path";
+import { SYSTEM } from "../src/core/access/permissions";
+import { AppError } from "../src/core/errors";
+import { importRecords, type ImportProgress, type ImportResult } from "../src/core/transfer/import";
+import { action, withSite } from "./common";
+
+type Opts = { dir?: string; json?: boolean; strict?: boolean };
+
+/** Exit code when rows were rejected under --strict (nothing was written). */
+export const EXIT_REJECTED = 3;
+
+export function registerImport(program: Command) {
+  program
+    .command("import <resource> <file>")
+    .description("import a JSON, csv or tsv file into a resource (same rules and stats as the HTTP import)")
+    .option("--dir <dir>", "site directory")
+    .option("--json", "print the stats and rejected rows as JSON")
+    .option("--strict", `all or nothing: if any row is rejected, write nothing and exit ${EXIT_REJECTED}`)
+    .action(action(async (resource: string, file: string, o: Opts) => {
+      if (!existsSync(file) || !statSync(file).isFile()) throw new AppError(400, "INVALID_DATA", `cannot read ${file}: no such file`);
+      const bar = process.stderr.isTTY ? progressBar() : null;
+      const r = await withSite(o, (site) => importRecords(site, SYSTEM, resource, Bun.file(file), { name: basename(file), strict: o.strict, onProgress: bar?.update }));
+      bar?.done();
+      print(r, o);
+      if (r.rolled_back) process.exitCode = EXIT_REJECTED;
+    }));
+}
+
+function print(r: ImportResult, o: Opts) {
+  if (o.json) {
+    console.log(JSON.stringify({ stats: r.stats, errors_detail: r.errors_detail, format: r.format, resource_created: r.resource_created, rolled_back: r.rolled_back }));
+    return;
+  }
+  const s = r.stats;
+  for (const e of r.errors_detail) console.error(`row ${e.row}${e.field ? ` ${e.field}` : ""}: ${e.reason}`);
+  if (r.errors_detail.length < s.errors) console.error(`… and more: ${s.errors} rows rejected in all`);
+  if (r.resource_created) console.log(`created resource from the file's _meta`);
+  console.log(r.rolled_back
+    ? `nothing imported: ${s.errors} of ${s.total} rows rejected (--strict)`
+    : `imported ${s.imported} (created ${s.created}, updated ${s.updated}), rejected ${s.errors}, total ${s.total}`);
+}
+
+/** One line on stderr, redrawn: phase, a bar by bytes read (or rows written), rows/s and ETA. */
+function progressBar() {
+  const t0 = performance.now();
+  let phaseStart = t0;
+  let phase = "";
+  let last = 0;
+  const fmt = (s: number) => (s >= 3600 ? `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60)}m` : s >= 60 ? `${Math.floor(s / 60)}m${Math.round(s % 60)}s` : `${Math.round(s)}s`);
+  return {
+    update(p: ImportProgress) {
+      const now = performance.now();
+      if (p.phase !== phase) { phase = p.phase; phaseStart = now; }
+      if (now - last < 100) return;
+      last = now;
+      const done = p.phase === "read" ? (p.totalBytes ? p.bytes / p.totalBytes : 0) : p.toWrite ? p.rows / p.toWrite : 0;
+      const secs = (now - phaseStart) / 1000;
+      const rate = secs > 0 ? Math.round(p.rows / secs) : 0;
+      const eta = done > 0.01 ? fmt((secs / done) * (1 - done)) : "?";
+      const width = 30;
+      const fill = Math.min(width, Math.round(done * width));
+      const label = p.phase === "read" ? "reading" : "writing";
+      process.stderr.write(`\r${label} [${"#".repeat(fill)}${" ".repeat(width - fill)}] ${Math.round(done * 100)}% ${p.rows} rows ${rate} rows/s ETA ${eta}  `);
+    },
+    done() {
+      process.stderr.write(`\r${" ".repeat(100)}\r`);
+    },
+  };
+}

@@ -1,0 +1,152 @@
+/**
+ * import-document: a .docx becomes HTML (mammoth), an OpenAI-compatible chat-completions endpoint
+ * proposes values for the resource's fields, and the proposal goes through the write rules field by
+ * field. Nothing is created: the caller reviews the proposal and POSTs it like any record.
+ * Without AI_API_KEY nothing is read or sent.
+ */
+import mammoth from "mammoth";
+import { authorize, type Principal } from "../access/permissions";
+import type { FieldDef, ResourceDef } from "../definitions/types";
+import { AppError } from "../errors";
+import { prepareValues } from "../records/prepare";
+import type { Site } from "../site";
+
+export type DocumentProposal = {
+  resource: string;
+  /** Field values that passed validation, cleaned as a write would store them. */
+  proposal: Record<string, unknown>;
+  /** Proposed values that failed validation (or name no fillable field), with the reason. */
+  rejected: Record<string, string>;
+  /** Required fields the proposal does not fill. */
+  missing: string[];
+  document: { name: string; characters: number; truncated: boolean };
+  model: string;
+};
+
+/** About 15k tokens of document: enough for an article, bounded for cost. */
+const MAX_DOCUMENT_CHARS = 60_000;
+const PROVIDER_TIMEOUT_MS = 60_000;
+/** Types an AI cannot fill from text: uploads, secrets, nested groups. */
+const NOT_PROPOSED = new Set(["password", "image", "file", "upload", "gallery", "group"]);
+
+const providerError = (details: string) => new AppError(502, "BAD_GATEWAY", details);
+
+/** The fields a proposal may fill. */
+export function proposableFields(def: ResourceDef): [string, FieldDef][] {
+  return Object.entries(def.fields).filter(([name, f]) => !def.hidden.has(name) && !NOT_PROPOSED.has(f.type));
+}
+
+export async function proposeFromDocument(site: Site, p: Principal, resource: string, upload: () => Promise<File>): Promise<DocumentProposal> {
+  const def = site.resource(resource);
+  authorize(p, resource, "create");
+  const { aiApiKey, aiBaseUrl, aiModel } = site.config;
+  if (!aiApiKey) throw new AppError(503, "SERVICE_UNAVAILABLE", "import-document needs an AI provider: set AI_API_KEY (and AI_BASE_URL, AI_MODEL) in DIR/.env");
+  const file = await upload();
+  const html = await docxToHtml(file);
+  const truncated = html.length > MAX_DOCUMENT_CHARS;
+  const text = truncated ? html.slice(0, MAX_DOCUMENT_CHARS) : html;
+  const answer = await complete(aiBaseUrl, aiApiKey, aiModel, messages(def, text));
+  const checked = await check(site, def, answer);
+  return { resource, ...checked, document: { name: file.name, characters: html.length, truncated }, model: aiModel };
+}
+
+async function docxToHtml(file: File): Promise<string> {
+  const bytes = new Uint8Array(await file.arrayBuffer());
+  // A .docx is a zip archive: "PK\3\4".
+  const isZip = bytes.length > 4 && bytes[0] === 0x50 && bytes[1] === 0x4b && bytes[2] === 0x03 && bytes[3] === 0x04;
+  if (!isZip) throw new AppError(415, "UNSUPPORTED_MEDIA_TYPE", "the file is not a .docx document");
+  try {
+    const r = await mammoth.convertToHtml({ buffer: Buffer.from(bytes) });
+    return r.value;
+  } catch (e) {
+    throw new AppError(415, "UNSUPPORTED_MEDIA_TYPE", `the .docx document cannot be read: ${(e as Error).message}`);
+  }
+}
+
+/** What each field wants, for the model: type, label, options, languages, and the site's own instructions. */
+function fieldGuide(def: ResourceDef): Record<string, Record<string, unknown>> {
+  const out: Record<string, Record<string, unknown>> = {};
+  for (const [name, f] of proposableFields(def)) {
+    const g: Record<string, unknown> = { type: f.type };
+    if (f.name) g.label = f.name;
+    if (f.required) g.required = true;
+    if (f.multi) g.list = true;
+    if (f.options) g.options = Object.keys(f.options);
+    if (f.i18n) g.languages = def.raw.languages;
+    if (f.min !== undefined) g.min = f.min;
+    if (f.max !== undefined) g.max = f.max;
+    const instruction = def.raw.ai_prompts?.[name];
+    if (instruction) g.instructions = instruction;
+    out[name] = g;
+  }
+  return out;
+}
+
+type Message = { role: "system" | "user"; content: string };
+
+function messages(def: ResourceDef, documentHtml: string): Message[] {
+  const system = [
+    `You fill in a new record of the resource "${def.name}" from a document.`,
+    "Answer with one JSON object and nothing else. Its keys are field names from the field guide; leave out fields the document does not give.",
+    "Types: text and textarea are plain text, html is simple HTML, number is a JSON number, boolean is true or false, date is YYYY-MM-DD, select is one of its options, slug is lowercase words joined by hyphens.",
+    "A field with `list` takes a JSON list; a field with `languages` takes an object keyed by language code. Follow each field's `instructions`.",
+  ].join("\n");
+  const user = `Field guide:\n${JSON.stringify(fieldGuide(def), null, 1)}\n\nDocument (HTML):\n${documentHtml}`;
+  return [{ role: "system", content: system }, { role: "user", content: user }];
+}
+
+/** One chat-completions call; the answer's content parsed as a JSON object. */
+async function complete(baseUrl: string, key: string, model: string, msgs: Message[]): Promise<Record<string, unknown>> {
+  let res: Response;
+  try {
+    res = await fetch(`${baseUrl.replace(/\/+$/, "")}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model, messages: msgs, temperature: 0, response_format: { type: "json_object" } }),
+      signal: AbortSignal.timeout(PROVIDER_TIMEOUT_MS),
+    });
+  } catch (e) {
+    throw providerError(`the AI provider cannot be reached (${(e as Error).name === "TimeoutError" ? "no answer within 60 s" : (e as Error).message})`);
+  }
+  // The provider's body may echo the key or prompt: only its status reaches the caller.
+  if (!res.ok) throw providerError(`the AI provider answered HTTP ${res.status}`);
+  let content: unknown;
+  try {
+    content = ((await res.json()) as { choices?: { message?: { content?: unknown } }[] }).choices?.[0]?.message?.content;
+  } catch {
+    throw providerError("the AI provider's answer is not JSON");
+  }
+  if (typeof content !== "string") throw providerError("the AI provider's answer has no message content");
+  const body = content.trim().replace(/^```(?:json)?\s*/i, "").replace(/\s*```$/, "");
+  try {
+    const parsed = JSON.parse(body) as unknown;
+    if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+  } catch {
+    // reported below
+  }
+  throw providerError("the AI provider's answer is not a JSON object of field values");
+}
+
+/** Each proposed value through the write rules on its own, so one bad value does not sink the rest. */
+async function check(site: Site, def: ResourceDef, answer: Record<string, unknown>) {
+  const fillable = new Set(proposableFields(def).map(([n]) => n));
+  const proposal: Record<string, unknown> = {};
+  const rejected: Record<string, string> = {};
+  const uuid = crypto.randomUUID();
+  for (const [name, value] of Object.entries(answer)) {
+    if (value === null || value === undefined || value === "") continue;
+    if (!fillable.has(name)) {
+      rejected[name] = "not a field of the resource that a document can fill";
+      continue;
+    }
+    try {
+      const out = await prepareValues(site.store, def, { [name]: value }, "update", uuid);
+      proposal[name] = out[name];
+    } catch (e) {
+      if (!(e instanceof AppError) || e.status !== 422) throw e;
+      rejected[name] = e.extra.errors?.[name] ?? e.details ?? "is invalid";
+    }
+  }
+  const missing = Object.entries(def.fields).filter(([n, f]) => f.required && !(n in proposal)).map(([n]) => n);
+  return { proposal, rejected, missing };
+}

@@ -1,0 +1,84 @@
+/**
+ * Finds the record an import row updates (spec, import rule): the one whose `uuid` matches,
+ * otherwise the one whose `id`, `name` or `title` matches, tried in that order. Records created or
+ * matched by earlier rows of the same file count too, so a file that names one title twice
+ * updates the record its first row created.
+ */
+import type { ResourceDef } from "../definitions/types";
+import type { Store, StoredRecord } from "../store/types";
+import { checkField } from "../validation/fields";
+import { escapeShortcodes } from "../validation/shortcodes";
+
+export const MATCH_FIELDS = ["id", "name", "title"] as const;
+
+/** A match key: the field and its value as stored (type kept: 12 and "12" differ, as in SQL). */
+export type MatchKey = { field: string; value: string | number; key: string };
+
+const keyOf = (field: string, value: unknown) => `${field}\u0000${typeof value}\u0000${String(value)}`;
+
+/** The row's candidate keys, in match order: its value for id, name and title, as they would be stored. */
+export function matchKeys(def: ResourceDef, values: Record<string, unknown>): MatchKey[] {
+  const out: MatchKey[] = [];
+  for (const field of MATCH_FIELDS) {
+    if (!def.fields[field] || def.hidden.has(field)) continue;
+    const raw = values[field];
+    if (raw === null || raw === undefined || raw === "") continue;
+    const r = checkField(def, field, raw);
+    if (!r.ok || (typeof r.value !== "string" && typeof r.value !== "number")) continue;
+    const value = typeof r.value === "string" && !def.keepShortcodes ? escapeShortcodes(r.value) : r.value;
+    out.push({ field, value, key: keyOf(field, value) });
+  }
+  return out;
+}
+
+export class MatchIndex {
+  /** Keys of records written by this import: key → uuid. */
+  private readonly seen = new Map<string, string>();
+  /** Per unindexed field, the existing records' values (loaded once: a scan per row would be quadratic). */
+  private readonly scanned = new Map<string, Map<string, string>>();
+
+  constructor(private readonly store: Store, private readonly def: ResourceDef) {}
+
+  private indexed(field: string): boolean {
+    return this.def.unique.includes(field) || this.def.indexes.some((cols) => cols.length >= 1 && cols[0] === field);
+  }
+
+  /** The uuid of the record the row updates, or null when the row creates one. */
+  async find(uuid: string | null, keys: MatchKey[]): Promise<string | null> {
+    // A uuid repeated within the file is not remembered here (that would hold every uuid in
+    // memory): the write phase sees the earlier row's record and turns the create into an update.
+    if (uuid !== null && (await this.store.get(this.def.name, uuid))) return uuid;
+    for (const k of keys) {
+      const hit = this.seen.get(k.key) ?? (await this.existing(k));
+      if (hit) return hit;
+    }
+    return null;
+  }
+
+  /** Remembers what a planned row will write, for the rows after it. */
+  add(uuid: string, keys: MatchKey[]): void {
+    for (const k of keys) if (!this.seen.has(k.key)) this.seen.set(k.key, uuid);
+  }
+
+  private async existing(k: MatchKey): Promise<string | null> {
+    if (this.indexed(k.field)) return (await this.store.findBy(this.def.name, k.field, k.value))?.uuid ?? null;
+    let values = this.scanned.get(k.field);
+    if (!values) {
+      values = await this.scan(k.field);
+      this.scanned.set(k.field, values);
+    }
+    return values.get(k.key) ?? null;
+  }
+
+  private async scan(field: string): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    const rows: AsyncIterable<StoredRecord> = this.store.stream(this.def.name, { where: "", args: [], orderBy: "ORDER BY id", limit: null, offset: 0 });
+    for await (const row of rows) {
+      const v = (JSON.parse(row.data) as Record<string, unknown>)[field];
+      if (typeof v !== "string" && typeof v !== "number") continue;
+      const key = keyOf(field, v);
+      if (!out.has(key)) out.set(key, row.uuid);
+    }
+    return out;
+  }
+}

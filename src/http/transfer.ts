@@ -1,0 +1,82 @@
+/**
+ * `/api/v1/{resource}/export`, `/import` and `/import-document`. Static last segments win over
+ * `/api/v1/:resource/:uuid` in Elysia's router, so records with these uuids are not reachable by
+ * GET/PUT/DELETE (docs/transfer.md).
+ */
+import { Elysia } from "elysia";
+import { AppError, badRequest } from "../core/errors";
+import { exportRecords } from "../core/transfer/export";
+import { parseFormat } from "../core/transfer/format";
+import { importRecords } from "../core/transfer/import";
+import { proposeFromDocument } from "../core/transfer/document";
+import type { Site } from "../core/site";
+import { handle, type Ctx } from "./context";
+import { json } from "./envelope";
+
+const only = (c: Ctx, method: string) => {
+  if (c.request.method !== method) throw new AppError(405, "METHOD_NOT_ALLOWED", `this path supports ${method}`, { allow: method });
+};
+
+/** The multipart part `file`, within the upload limit. */
+async function uploadedFile(c: Ctx): Promise<File> {
+  const max = c.site.config.maxUpload;
+  const length = Number(c.request.headers.get("content-length") ?? "0");
+  if (length > max) throw new AppError(413, "UPLOAD_TOO_LARGE", `the upload is larger than ${max} bytes (RESD_MAX_UPLOAD)`);
+  if (!(c.request.headers.get("content-type") ?? "").toLowerCase().startsWith("multipart/form-data")) {
+    throw badRequest("send the file as multipart/form-data in a part named `file`");
+  }
+  let form: Awaited<ReturnType<Request["formData"]>>;
+  try {
+    form = await c.request.formData();
+  } catch {
+    throw badRequest("the multipart body cannot be read");
+  }
+  const file = form.get("file");
+  if (!file || typeof file === "string") throw badRequest("the multipart part `file` is missing or not a file");
+  if (file.size > max) throw new AppError(413, "UPLOAD_TOO_LARGE", `the upload is larger than ${max} bytes (RESD_MAX_UPLOAD)`);
+  return file;
+}
+
+async function exportRoute(c: Ctx, resource: string): Promise<Response> {
+  only(c, "GET");
+  const file = exportRecords(c.site, await c.principal(), resource, parseFormat(c.url().searchParams.get("format")));
+  const enc = new TextEncoder();
+  const it = file.chunks[Symbol.asyncIterator]();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const next = await it.next();
+      if (next.done) controller.close();
+      else controller.enqueue(enc.encode(next.value));
+    },
+    async cancel() {
+      await it.return?.();
+    },
+  });
+  return new Response(body, {
+    headers: { "content-type": file.contentType, "content-disposition": `attachment; filename="${file.filename}"`, "cache-control": "no-store" },
+  });
+}
+
+async function importRoute(c: Ctx, resource: string): Promise<Response> {
+  only(c, "POST");
+  const p = await c.principal();
+  const strict = /^(1|true|yes)$/i.test(c.url().searchParams.get("strict") ?? "");
+  const file = await uploadedFile(c);
+  const r = await importRecords(c.site, p, resource, file, { name: file.name, strict });
+  const body = { stats: r.stats, errors_detail: r.errors_detail, format: r.format, resource_created: r.resource_created };
+  if (r.rolled_back) return json(422, { message: "INVALID_DATA", details: "rows were rejected and strict is on: nothing was written", ...body }, c.t0);
+  return json(200, body, c.t0);
+}
+
+async function importDocumentRoute(c: Ctx, resource: string): Promise<Response> {
+  only(c, "POST");
+  const p = await c.principal();
+  const proposal = await proposeFromDocument(c.site, p, resource, () => uploadedFile(c));
+  return json(200, { ...proposal }, c.t0);
+}
+
+export const transferRoutes = (site: Site) =>
+  new Elysia({ name: "transfer" })
+    .all("/api/v1/:resource/export", ({ request, params }) => handle(site, request, (c) => exportRoute(c, params.resource)), { parse: "none" })
+    .all("/api/v1/:resource/import", ({ request, params }) => handle(site, request, (c) => importRoute(c, params.resource)), { parse: "none" })
+    .all("/api/v1/:resource/import-document", ({ request, params }) => handle(site, request, (c) => importDocumentRoute(c, params.resource)), { parse: "none" });
