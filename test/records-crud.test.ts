@@ -66,6 +66,9 @@ describe("read, update, delete", () => {
     expect(r.body).toMatchObject({ code: 200, count: 1, notes: { "read-me": { title: "Read" } } });
     expect(r.body!.total).toBeUndefined();
     expect(r.headers.get("last-modified")).toBeTruthy();
+    const head = await s.api("HEAD", "/api/v1/notes/read-me");
+    expect(head.status).toBe(200);
+    expect(await head.text()).toBe("");
     expect((await s.apiJson("GET", "/api/v1/notes/missing")).status).toBe(404);
   });
 

@@ -145,8 +145,10 @@ describe("history and restore", () => {
     expect(r.body!.notes.hist.title).toBe("v2");
     const again = await s.apiJson("POST", "/api/v1/notes/hist/restore");
     expect(again.status).toBe(409);
+    await s.apiJson("PUT", "/api/v1/notes/hist", { year: 2001 });
     const back = await s.apiJson("POST", "/api/v1/notes/hist/restore", { entry: h.body!.history[0].id });
     expect(back.body!.notes.hist.title).toBe("v1");
+    expect(back.body!.notes.hist.year).toBeUndefined(); // the whole record as it was, not a merge
     expect((await s.apiJson("GET", "/api/v1/notes/never/history")).status).toBe(404);
     expect((await s.apiJson("POST", "/api/v1/notes/never/restore")).status).toBe(404);
   });

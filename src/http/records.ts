@@ -15,6 +15,7 @@ const methodNotAllowed = (allowed: string) =>
 async function collection(c: Ctx, resource: string): Promise<Response> {
   const p = await c.principal();
   switch (c.request.method) {
+    case "HEAD":
     case "GET": {
       const q = c.url().searchParams;
       const r = await listRecords(c.site, p, resource, {
@@ -47,6 +48,7 @@ async function collection(c: Ctx, resource: string): Promise<Response> {
 async function single(c: Ctx, resource: string, uuid: string): Promise<Response> {
   const p = await c.principal();
   switch (c.request.method) {
+    case "HEAD":
     case "GET": {
       const { def, row } = await readRecord(c.site, p, resource, uuid);
       const ms = row._modified * 1000;

@@ -81,7 +81,9 @@ async function insertPrepared(site: Site, tx: StoreTx, def: ResourceDef, uuid: s
 }
 
 async function updatePrepared(site: Site, tx: StoreTx, def: ResourceDef, existing: StoredRecord, values: Values, user: string | null, history: "update" | "restore" = "update"): Promise<StoredRecord> {
-  const row: StoredRecord = { ...existing, data: JSON.stringify({ ...parse(existing), ...values }), _modified: nowSec(), _modified_by: user };
+  // An update merges the given fields; a restore brings back the whole record as it was.
+  const data = history === "restore" ? values : { ...parse(existing), ...values };
+  const row: StoredRecord = { ...existing, data: JSON.stringify(data), _modified: nowSec(), _modified_by: user };
   await tx.update(def.name, row);
   await afterWrite(site, tx, def, event(def, "update", row, existing, user), row, history);
   return row;
