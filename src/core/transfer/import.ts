@@ -70,7 +70,7 @@ export async function importRecords(site: Site, p: Principal, resource: string, 
     await spool.finish();
     const result = (w: { created: number; updated: number }, rolledBack: boolean): ImportResult => ({
       stats: { imported: w.created + w.updated, errors: report.errors, created: w.created, updated: w.updated, total: report.total },
-      errors_detail: report.detail,
+      errors_detail: report.detail.sort((a, b) => a.row - b.row),
       format: source.format,
       resource_created: created,
       rolled_back: rolledBack,

@@ -1,8 +1,8 @@
 /**
  * Finds the record an import row updates (spec, import rule): the one whose `uuid` matches,
- * otherwise the one whose `id`, `name` or `title` matches, tried in that order. Records created or
- * matched by earlier rows of the same file count too, so a file that names one title twice
- * updates the record its first row created.
+ * otherwise the one whose `id`, `name` or `title` matches, tried in that order. For a row without a
+ * uuid, records written by earlier rows of the same file count too, so a file that names one title
+ * twice updates the record its first row created.
  */
 import type { ResourceDef } from "../definitions/types";
 import type { Store, StoredRecord } from "../store/types";
@@ -49,7 +49,9 @@ export class MatchIndex {
     // memory): the write phase sees the earlier row's record and turns the create into an update.
     if (uuid !== null && (await this.store.get(this.def.name, uuid))) return uuid;
     for (const k of keys) {
-      const hit = this.seen.get(k.key) ?? (await this.existing(k));
+      // A row with a uuid of its own is a different record from the file's other rows: it may
+      // match a record that existed before, never one this file created (exact round trips).
+      const hit = (uuid === null ? this.seen.get(k.key) : undefined) ?? (await this.existing(k));
       if (hit) return hit;
     }
     return null;
