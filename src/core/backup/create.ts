@@ -71,7 +71,7 @@ export async function writeBackup(
       }
     };
     let out: AsyncIterable<Uint8Array> = writeTar(entries());
-    if (opts.gzip) out = toStream(out).pipeThrough(new CompressionStream("gzip")) as unknown as AsyncIterable<Uint8Array>;
+    if (opts.gzip) out = toStream(out).pipeThrough(new CompressionStream("gzip") as unknown as TransformStream<Uint8Array, Uint8Array>) as unknown as AsyncIterable<Uint8Array>;
     for await (const chunk of out) {
       stats.bytes += chunk.length;
       await write(chunk);

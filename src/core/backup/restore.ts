@@ -44,7 +44,7 @@ async function* archiveBytes(source: ReadableStream<Uint8Array>): AsyncGenerator
     },
   });
   const gz = head[0] === 0x1f && head[1] === 0x8b;
-  const bytes = gz ? rest.pipeThrough(new DecompressionStream("gzip")) : rest;
+  const bytes = gz ? rest.pipeThrough(new DecompressionStream("gzip") as unknown as TransformStream<Uint8Array, Uint8Array>) : rest;
   yield* bytes as unknown as AsyncIterable<Uint8Array>;
 }
 
