@@ -48,7 +48,7 @@ describe("parse", () => {
 });
 
 describe("compile", () => {
-  test.each<[Record<string, string>, string, unknown[], string]>([
+  test.each<[Record<string, string>, string, (string | number)[], string]>([
     [{}, "", [], `ORDER BY ${f("year")} DESC, id DESC`],
     [{ filter: "status:new" }, `WHERE ${f("status")} = ?`, ["new"], `ORDER BY ${f("year")} DESC, id DESC`],
     [{ filter: "status:!new" }, `WHERE NOT COALESCE(${f("status")} = ?, 0)`, ["new"], `ORDER BY ${f("year")} DESC, id DESC`],
