@@ -61,7 +61,7 @@ describe("[#api-allow <op> <resource>#]", () => {
     let status = 0;
     while (Date.now() < deadline && (status = (await call(s.base, "GET", "/api/v1/secret/s1")).status) !== 200) await Bun.sleep(250);
     expect(status).toBe(200);
-  });
+  }, 30_000);
 });
 
 describe("form key and honeypot", () => {
@@ -136,5 +136,5 @@ describe("users: sign-up, self_edit and role rules", () => {
     expect((await call(s.base, "PUT", `/api/v1/users/${other.uuid}`, { token: ut, body: { name: "again" } })).status).toBe(403);
     // The admin may do all of it.
     expect((await s.apiJson("PUT", `/api/v1/users/${other.uuid}`, { role: "admin", api: true })).status).toBe(200);
-  });
+  }, 30_000);
 });

@@ -27,7 +27,7 @@ describe("resd user", () => {
     expect((await cli(dir, ["user", "add", "not-an-email", "--password", "x"])).code).toBe(2);
     expect((await cli(dir, ["user", "add", "r@example.com", "--password", "x", "--role", "no-such-role"])).code).toBe(2);
     expect((await cli(dir, ["user", "add", "plain@example.com", "--password", "p"])).code).toBe(0);
-  });
+  }, 30_000);
 
   test("list shows users with role and API flag, never passwords", async () => {
     const text = await cli(dir, ["user", "list"]);
@@ -38,7 +38,7 @@ describe("resd user", () => {
     const json = JSON.parse((await cli(dir, ["user", "list", "--json"])).stdout) as Record<string, unknown>[];
     expect(json.map((u) => u.email)).toEqual(["cli@example.com", "plain@example.com"]);
     expect(json[0]).toMatchObject({ api: true, role: "admin" });
-  });
+  }, 30_000);
 
   test("token prints a working token; refused without API access; unknown user 2", async () => {
     const t = await cli(dir, ["token", "cli@example.com"]);
@@ -61,7 +61,7 @@ describe("resd user", () => {
     } finally {
       await srv.stop();
     }
-  });
+  }, 30_000);
 
   test("api needs exactly one of --on/--off; passwd refuses an empty password; remove deletes", async () => {
     expect((await cli(dir, ["user", "api", "plain@example.com"])).code).not.toBe(0);
@@ -70,5 +70,5 @@ describe("resd user", () => {
     expect((await cli(dir, ["user", "remove", "plain@example.com", "--json"])).stdout).toContain('"ok":true');
     expect((await cli(dir, ["user", "remove", "plain@example.com"])).code).toBe(2);
     expect((await cli(dir, ["user", "list"])).stdout).not.toContain("plain@example.com");
-  });
+  }, 30_000);
 });

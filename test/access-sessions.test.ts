@@ -76,7 +76,7 @@ describe("POST/GET/DELETE /api/v1/session", () => {
     expect((await call(s.base, "GET", "/api/v1/session", { headers: { cookie: r.cookie } })).status).toBe(200);
     expect((await cli(s.dir, ["user", "passwd", "pc@example.com", "--password", "pc-new"])).code).toBe(0);
     expect((await call(s.base, "GET", "/api/v1/session", { headers: { cookie: r.cookie } })).status).toBe(401);
-  });
+  }, 30_000);
 
 });
 
@@ -115,5 +115,5 @@ describe("persistence", () => {
     } finally {
       await again.stop();
     }
-  });
+  }, 30_000);
 });

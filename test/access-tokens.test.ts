@@ -80,7 +80,7 @@ describe("using and renewing a token", () => {
     expect((await call(s.base, "GET", "/api/v1/items/one", { token: r.body!.token })).status).toBe(200);
     expect((await call(s.base, "GET", "/api/v1/auth/token")).status).toBe(401);
     expect((await call(s.base, "PUT", "/api/v1/auth/token", { token: t })).status).toBe(405);
-  });
+  }, 30_000);
 
   test("switching API access off with the CLI while the server runs cuts the token off at once; on again works", async () => {
     await addUser(s.dir, "cut@example.com", "cut-pw", { role: "reader", api: true });
@@ -94,7 +94,7 @@ describe("using and renewing a token", () => {
     expect((await call(s.base, "POST", "/api/v1/auth/token", { body: { email: "cut@example.com", password: "cut-pw" } })).status).toBe(403);
     expect((await cli(s.dir, ["user", "api", "cut@example.com", "--on"])).code).toBe(0);
     expect((await call(s.base, "GET", "/api/v1/items/one", { token: t })).status).toBe(200);
-  });
+  }, 30_000);
 
   test("a password change (CLI) and removing the user kill existing tokens", async () => {
     await addUser(s.dir, "pw@example.com", "old-pw", { role: "reader", api: true });
@@ -106,7 +106,7 @@ describe("using and renewing a token", () => {
     expect((await call(s.base, "GET", "/api/v1/items/one", { token: t2 })).status).toBe(200);
     expect((await cli(s.dir, ["user", "remove", "pw@example.com"])).code).toBe(0);
     expect((await call(s.base, "GET", "/api/v1/items/one", { token: t2 })).status).toBe(401);
-  });
+  }, 30_000);
 
   test("a role change applies to a live token at once", async () => {
     const t = await tokenFor(s.base, "reader@example.com", "reader-pw");
@@ -187,7 +187,7 @@ describe("limits", () => {
     // The lock is per account and shared through SQLite: sessions are refused too, others are not.
     expect((await call(s.base, "POST", "/api/v1/session", { body: { email: "brute@example.com", password: "right-pw" } })).status).toBe(429);
     expect((await call(s.base, "POST", "/api/v1/auth/token", { body: { email: "reader@example.com", password: "reader-pw" } })).status).toBe(200);
-  });
+  }, 30_000);
 
   test("the lock survives a restart and expires after RESD_LOGIN_LOCK; success clears the count", async () => {
     const dir = makeSite();
@@ -207,7 +207,7 @@ describe("limits", () => {
     } finally {
       await srv.stop();
     }
-  });
+  }, 30_000);
 
   test("a token expires after RESD_TOKEN_TTL: calls and renewal give 401", async () => {
     const dir = makeSite({ defs: { items } });
@@ -229,5 +229,5 @@ describe("limits", () => {
     } finally {
       await srv.stop();
     }
-  });
+  }, 30_000);
 });
