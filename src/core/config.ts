@@ -36,6 +36,7 @@ export const SETTINGS = {
   loginMaxFailures: { env: "RESD_LOGIN_MAX_FAILURES", default: 5, parse: int(1, 1000), help: "failed logins of one account before further attempts are refused (429)" } as Spec<number>,
   loginLock: { env: "RESD_LOGIN_LOCK", default: 60, parse: int(1, 86400), help: "seconds an account is locked after too many failed logins; doubles per further failure, at most one hour" } as Spec<number>,
   maxLimit: { env: "RESD_MAX_LIMIT", default: 0, parse: int(0), help: "largest `limit` a list accepts (0 = no maximum)" } as Spec<number>,
+  corsOrigins: { env: "RESD_CORS_ORIGINS", default: "", parse: str, help: "origins (comma-separated, or *) whose browser pages may call the API with bearer tokens; empty = none" } as Spec<string>,
   publicMedia: { env: "RESD_PUBLIC_MEDIA", default: true, parse: bool, help: "serve /img and /download without permission checks" } as Spec<boolean>,
   shutdownTimeout: { env: "RESD_SHUTDOWN_TIMEOUT", default: 10, parse: int(0, 3600), help: "seconds in-flight requests and jobs get to finish after SIGTERM/SIGINT" } as Spec<number>,
   logFormat: { env: "RESD_LOG_FORMAT", default: "auto", parse: oneOf("auto", "json", "text"), help: "request log format (auto: json unless stdout is a terminal)" } as Spec<"auto" | "json" | "text">,

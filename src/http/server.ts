@@ -10,6 +10,7 @@ import { requestInfo } from "./context";
 import { errorResponse } from "./errors";
 import { flushLogs, logEvent, logRequest, resolveLogFormat, setLogFormat } from "./logging";
 import { startHooks, stopHooks } from "../core/extensions/runtime";
+import { withCors } from "./cors";
 
 /** Work that must reach a safe point before the database closes (a job worker, an import). */
 export type Drain = () => Promise<void> | void;
@@ -108,7 +109,7 @@ export async function startServer(site: Site, opts: { quiet?: boolean; signals?:
     port: site.config.port,
     idleTimeout: 30,
     maxRequestBodySize: bodyCap(site.config.maxUpload),
-    fetch: logged(app),
+    fetch: withCors(site.config.corsOrigins, logged(app)),
   });
   const upkeep = startUpkeep(site);
   await upkeep.purge();
