@@ -54,7 +54,7 @@ export function records(def: ResourceDef, rows: StoredRecord[], o: RecordsBody, 
  * The same shape streamed row by row, for unpaged lists: memory stays flat however many records.
  * `count` is only known at the end, so it follows the records.
  */
-export function streamedRecords(def: ResourceDef, rows: AsyncIterable<StoredRecord>, o: RecordsBody, t0: number): Response {
+export function streamedRecords(def: ResourceDef, rows: AsyncIterable<StoredRecord>, o: RecordsBody, t0: number, key = def.name): Response {
   const enc = new TextEncoder();
   const it = rows[Symbol.asyncIterator]();
   let count = 0;
@@ -62,7 +62,7 @@ export function streamedRecords(def: ResourceDef, rows: AsyncIterable<StoredReco
   const stream = new ReadableStream<Uint8Array>({
     async pull(controller) {
       if (state === "head") {
-        controller.enqueue(enc.encode(`{${head(o, null)},${JSON.stringify(def.name)}:{`));
+        controller.enqueue(enc.encode(`{${head(o, null)},${JSON.stringify(key)}:{`));
         state = "rows";
         return;
       }

@@ -207,5 +207,11 @@ export async function restoreRecord(site: Site, p: Principal, resource: string, 
   return { def, row };
 }
 
+/** Deletes one row inside a transaction with the same history, hooks and events as deleteRecord. */
+async function deletePrepared(site: Site, tx: StoreTx, def: ResourceDef, existing: StoredRecord, user: string | null): Promise<void> {
+  await tx.delete(def.name, existing.uuid);
+  await afterWrite(site, tx, def, event(def, "delete", existing, existing, user), existing, "delete");
+}
+
 /** Core-level writers for library code and import: same rules, no HTTP. */
-export const writers = { insertPrepared, updatePrepared };
+export const writers = { insertPrepared, updatePrepared, deletePrepared };
