@@ -8,6 +8,7 @@ import type { ResourceDef } from "../definitions/types";
 import type { Store, StoredRecord } from "../store/types";
 import { checkField } from "../validation/fields";
 import { escapeShortcodes } from "../validation/shortcodes";
+import { KeyTable } from "./keytable";
 
 export const MATCH_FIELDS = ["id", "name", "title"] as const;
 
@@ -33,9 +34,9 @@ export function matchKeys(def: ResourceDef, values: Record<string, unknown>): Ma
 
 export class MatchIndex {
   /** Keys of records written by this import: key → uuid. */
-  private readonly seen = new Map<string, string>();
+  private readonly seen = new KeyTable();
   /** Per unindexed field, the existing records' values (loaded once: a scan per row would be quadratic). */
-  private readonly scanned = new Map<string, Map<string, string>>();
+  private readonly scanned = new Map<string, KeyTable>();
 
   constructor(private readonly store: Store, private readonly def: ResourceDef) {}
 
@@ -59,7 +60,7 @@ export class MatchIndex {
 
   /** Remembers what a planned row will write, for the rows after it. */
   add(uuid: string, keys: MatchKey[]): void {
-    for (const k of keys) if (!this.seen.has(k.key)) this.seen.set(k.key, uuid);
+    for (const k of keys) this.seen.set(k.key, uuid);
   }
 
   private async existing(k: MatchKey): Promise<string | null> {
@@ -72,14 +73,13 @@ export class MatchIndex {
     return values.get(k.key) ?? null;
   }
 
-  private async scan(field: string): Promise<Map<string, string>> {
-    const out = new Map<string, string>();
+  private async scan(field: string): Promise<KeyTable> {
+    const out = new KeyTable();
     const rows: AsyncIterable<StoredRecord> = this.store.stream(this.def.name, { where: "", args: [], orderBy: "ORDER BY id", limit: null, offset: 0 });
     for await (const row of rows) {
       const v = (JSON.parse(row.data) as Record<string, unknown>)[field];
       if (typeof v !== "string" && typeof v !== "number") continue;
-      const key = keyOf(field, v);
-      if (!out.has(key)) out.set(key, row.uuid);
+      out.set(keyOf(field, v), row.uuid);
     }
     return out;
   }

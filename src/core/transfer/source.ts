@@ -3,10 +3,9 @@
  * memory does not grow with the file; JSON is parsed whole (use csv for very large files).
  */
 import Papa from "papaparse";
-import type { Duplex } from "node:stream";
 import type { ResourceDef } from "../definitions/types";
 import { isSystemField, type DefinitionFile } from "../definitions/types";
-import { badRequest } from "../errors";
+import { AppError, badRequest } from "../errors";
 import { DELIMITER, fromCell, sniffFormat, type Format } from "./format";
 
 /**
@@ -80,50 +79,60 @@ const asRow = (row: number, item: unknown): SourceRow =>
     ? { row, values: item as Record<string, unknown> }
     : { row, values: {}, error: "is not an object of field values" };
 
-/** Feeds the file's text into papaparse's stream and yields rows; the header row names the columns. */
+/**
+ * Streams csv/tsv rows with papaparse's core parser, chunk by chunk: each chunk is parsed up to its
+ * last complete row and the rest is carried into the next (as papaparse's own streamers do). The
+ * bytes are decoded as UTF-8 across chunk boundaries, so a character split between chunks is kept.
+ * This pull loop is many times faster than piping through papaparse's node Duplex stream.
+ */
 async function* delimitedRows(file: Blob, format: Exclude<Format, "json">, def: ResourceDef, progress?: Progress): AsyncIterable<SourceRow> {
-  const parser = Papa.parse(Papa.NODE_STREAM_INPUT, { delimiter: DELIMITER[format], header: false, skipEmptyLines: true }) as Duplex;
-  void feed(file, parser, progress);
+  const decoder = new TextDecoder("utf-8");
+  let parser: Papa.Parser | null = null;
+  let carry = "";
   let columns: string[] | null = null;
   let row = 0;
-  for await (const cells of parser as AsyncIterable<string[]>) {
-    if (!columns) {
-      columns = checkHeader(cells, def);
-      continue;
+  const rowsOf = (text: string, last: boolean): SourceRow[] => {
+    parser ??= new Papa.Parser({ delimiter: DELIMITER[format], newline: lineEnding(text) });
+    const res = parser.parse(text, 0, !last) as { data: string[][]; meta: { cursor: number } };
+    carry = last ? "" : text.slice(res.meta.cursor);
+    const out: SourceRow[] = [];
+    for (const cells of res.data) {
+      if (cells.length === 1 && cells[0] === "") continue; // empty line
+      if (!columns) {
+        columns = checkHeader(cells, def);
+        continue;
+      }
+      row++;
+      if (cells.length !== columns.length) {
+        out.push({ row, values: {}, error: `has ${cells.length} cells; the header has ${columns.length}` });
+        continue;
+      }
+      const values: Record<string, unknown> = {};
+      for (let i = 0; i < columns.length; i++) values[columns[i]] = fromCell(def.fields[columns[i]], cells[i]);
+      out.push({ row, values });
     }
-    row++;
-    if (cells.length !== columns.length) {
-      yield { row, values: {}, error: `has ${cells.length} cells; the header has ${columns.length}` };
-      continue;
+    return out;
+  };
+  try {
+    for await (const chunk of file.stream()) {
+      if (progress) progress.bytes += chunk.byteLength;
+      yield* rowsOf(carry + decoder.decode(chunk, { stream: true }), false);
     }
-    const values: Record<string, unknown> = {};
-    for (let i = 0; i < columns.length; i++) values[columns[i]] = fromCell(def.fields[columns[i]], cells[i]);
-    yield { row, values };
+  } catch (e) {
+    if (e instanceof AppError) throw e;
+    throw badRequest(`the file cannot be read: ${(e as Error).message}`);
   }
+  const rest = carry + decoder.decode();
+  if (rest) yield* rowsOf(rest, true);
   if (!columns) throw badRequest("the file is empty: the first row must name the fields");
 }
 
-/**
- * Decodes the bytes as UTF-8 across chunk boundaries (papaparse's own Buffer handling would split
- * multi-byte characters) and respects the parser's back-pressure.
- */
-async function feed(file: Blob, parser: Duplex, progress?: Progress): Promise<void> {
-  const decoder = new TextDecoder("utf-8");
-  try {
-    for await (const chunk of file.stream()) {
-      // The reader stopped early (a bad header, an aborted import): stop reading the file too.
-      if (parser.destroyed) return;
-      if (progress) progress.bytes += chunk.byteLength;
-      const text = decoder.decode(chunk, { stream: true });
-      if (text && !parser.write(text)) await new Promise((r) => { parser.once("drain", r); parser.once("close", r); });
-    }
-    if (parser.destroyed) return;
-    const rest = decoder.decode();
-    if (rest) parser.write(rest);
-    parser.end();
-  } catch (e) {
-    parser.destroy(badRequest(`the file cannot be read: ${(e as Error).message}`));
-  }
+/** The file's line ending, from its first line break (the header row holds no quoted breaks). */
+function lineEnding(text: string): "\r\n" | "\n" | "\r" {
+  const n = text.indexOf("\n");
+  if (n > 0 && text[n - 1] === "\r") return "\r\n";
+  if (n === -1 && text.includes("\r")) return "\r";
+  return "\n";
 }
 
 /** The first row: system fields and fields of the resource; anything else stops the import. */
