@@ -11,6 +11,8 @@ import { openApiRoutes } from "./openapi";
 import { extensionRoutes } from "./extensions";
 import { sitemapRoutes } from "./sitemap";
 import { healthRoutes } from "./health";
+import { fileRoutes } from "./files";
+import { mediaRoutes } from "./media";
 
 export function createApp(site: Site) {
   return new Elysia()
@@ -19,6 +21,8 @@ export function createApp(site: Site) {
     .use(sessionRoutes(site))
     .use(openApiRoutes(site))
     .use(transferRoutes(site))
+    .use(fileRoutes(site))
+    .use(mediaRoutes(site))
     .use(recordRoutes(site))
     .use(extensionRoutes(site))
     .use(sitemapRoutes(site))

@@ -1,0 +1,165 @@
+/**
+ * The blob-store seam (DESIGN.md "Seams"): file content and resized copies go through this
+ * interface, never straight to the filesystem, so an object store can replace local disk later.
+ * Keys are relative paths of safe segments ("ab/ab12…", "cache/ab12…/800w.webp").
+ */
+import { mkdir, open, readdir, rename, rm, stat, unlink } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { AppError } from "../errors";
+
+/** A blob being written whose key is only known at the end (content addressing). */
+export interface BlobWriter {
+  write(chunk: Uint8Array): Promise<void>;
+  /** Makes the content visible under `key` atomically (all or nothing). */
+  commit(key: string): Promise<void>;
+  /** Drops what was written; safe to call twice or after commit. */
+  abort(): Promise<void>;
+}
+
+export type BlobInfo = { size: number; mtimeMs: number };
+
+export interface BlobStore {
+  /** Starts a write; the content stays invisible until `commit`. */
+  writer(): Promise<BlobWriter>;
+  /** Writes a whole value (or stream) under a key atomically. */
+  put(key: string, body: Uint8Array | AsyncIterable<Uint8Array>): Promise<void>;
+  /** The content, or the byte range [start, end] inclusive; null when absent. A Blob streams lazily. */
+  get(key: string, range?: { start: number; end: number }): Promise<Blob | null>;
+  stat(key: string): Promise<BlobInfo | null>;
+  exists(key: string): Promise<boolean>;
+  delete(key: string): Promise<void>;
+  /** Removes every key under a prefix ending in "/". */
+  deletePrefix(prefix: string): Promise<void>;
+  /** How many keys sit directly under a prefix ending in "/". */
+  countPrefix(prefix: string): Promise<number>;
+  /** A local file path for readers that want one (sharp); null for remote stores. */
+  localPath(key: string): string | null;
+}
+
+const SEGMENT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+function checkKey(key: string, prefix = false): string {
+  const parts = (prefix ? key.replace(/\/$/, "") : key).split("/");
+  if (!parts.every((p) => SEGMENT.test(p) && p !== "." && p !== "..")) throw new Error(`invalid blob key ${JSON.stringify(key)}`);
+  return key;
+}
+
+const storageFailure = (what: string, cause: unknown) => {
+  console.error(`blob store: ${what} failed:`, cause);
+  return new AppError(500, "RESOURCE_CREATE_FAILED", "the file could not be stored");
+};
+
+/** Local disk under one root. Writes go to `<root>/.tmp`, are fsynced, then renamed into place. */
+export class LocalBlobStore implements BlobStore {
+  private readonly tmp: string;
+  constructor(readonly root: string) {
+    this.tmp = join(root, ".tmp");
+  }
+
+  private path(key: string): string {
+    return join(this.root, checkKey(key));
+  }
+
+  localPath(key: string): string {
+    return this.path(key);
+  }
+
+  async writer(): Promise<BlobWriter> {
+    const tmpFile = join(this.tmp, `${crypto.randomUUID()}.part`);
+    let fh;
+    try {
+      await mkdir(this.tmp, { recursive: true });
+      fh = await open(tmpFile, "wx", 0o644);
+    } catch (e) {
+      throw storageFailure("opening a temporary file", e);
+    }
+    const handle = fh;
+    let state: "open" | "closed" | "done" = "open";
+    const close = async () => {
+      if (state === "open") {
+        state = "closed";
+        await handle.close();
+      }
+    };
+    const abort = async () => {
+      if (state === "done") return;
+      await close().catch(() => {});
+      state = "done";
+      await unlink(tmpFile).catch(() => {});
+    };
+    return {
+      write: async (chunk) => {
+        try {
+          // A short write is possible in principle; loop until the chunk is on disk.
+          for (let off = 0; off < chunk.length; ) off += (await handle.write(chunk, off, chunk.length - off)).bytesWritten;
+        } catch (e) {
+          await abort();
+          throw storageFailure("writing", e);
+        }
+      },
+      commit: async (key) => {
+        const target = this.path(key);
+        try {
+          // Content reaches the disk before its name does: a crash never leaves a half file under a key.
+          await handle.sync();
+          await close();
+          await mkdir(dirname(target), { recursive: true });
+          await rename(tmpFile, target);
+          state = "done";
+        } catch (e) {
+          await abort();
+          throw storageFailure("committing", e);
+        }
+      },
+      abort,
+    };
+  }
+
+  async put(key: string, body: Uint8Array | AsyncIterable<Uint8Array>): Promise<void> {
+    const w = await this.writer();
+    try {
+      if (body instanceof Uint8Array) await w.write(body);
+      else for await (const chunk of body) await w.write(chunk);
+    } catch (e) {
+      await w.abort();
+      throw e;
+    }
+    await w.commit(key);
+  }
+
+  async get(key: string, range?: { start: number; end: number }): Promise<Blob | null> {
+    const file = Bun.file(this.path(key));
+    if (!(await file.exists())) return null;
+    // A BunFile slice is still a file reference: Bun sends it with sendfile, nothing is buffered.
+    return range ? file.slice(range.start, range.end + 1) : file;
+  }
+
+  async stat(key: string): Promise<BlobInfo | null> {
+    try {
+      const s = await stat(this.path(key));
+      return s.isFile() ? { size: s.size, mtimeMs: s.mtimeMs } : null;
+    } catch {
+      return null;
+    }
+  }
+
+  async exists(key: string): Promise<boolean> {
+    return (await this.stat(key)) !== null;
+  }
+
+  async delete(key: string): Promise<void> {
+    await rm(this.path(key), { force: true });
+  }
+
+  async deletePrefix(prefix: string): Promise<void> {
+    await rm(join(this.root, checkKey(prefix, true)), { recursive: true, force: true });
+  }
+
+  async countPrefix(prefix: string): Promise<number> {
+    try {
+      return (await readdir(join(this.root, checkKey(prefix, true)))).length;
+    } catch {
+      return 0;
+    }
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * The media library's metadata operations behind /api/v1/.files: list, read, update (title and
+ * name only) and delete (record, content and every resized copy). Records live in `.files_meta`
+ * and are listed with the same query language as any resource.
+ */
+import { authorize, type Principal } from "../access/permissions";
+import type { ResourceDef } from "../definitions/types";
+import { AppError, notFound } from "../errors";
+import { compileList } from "../query/compile";
+import { parseListParams, type ListParams } from "../query/parse";
+import { asObject, prepareValues } from "../records/prepare";
+import { writers, type ListResult } from "../records/service";
+import type { Site } from "../site";
+import type { StoredRecord } from "../store/types";
+import { contentKey, FILES, filesOf, MD5_RE, META, variantPrefix } from "./context";
+import { cleanFileName } from "./names";
+
+/** Fields a client may change with PUT; the rest describe the content and are set on upload. */
+export const EDITABLE = ["title", "name"];
+const STREAM_ABOVE = 1000;
+
+export function metaDef(site: Site): ResourceDef {
+  const def = site.defs.get(META);
+  if (!def) throw new AppError(500, "INTERNAL_ERROR", `the built-in resource ${META} is missing`);
+  return def;
+}
+
+export async function listFiles(site: Site, p: Principal, params: ListParams): Promise<ListResult> {
+  authorize(p, FILES, "view");
+  const def = metaDef(site);
+  const q = parseListParams(params, site.config.maxLimit);
+  const compiled = compileList(site.store.dialect, def, q);
+  const lastChange = await site.store.lastChange(META);
+  const total = q.wantsTotal ? await site.store.count(META, compiled.where, compiled.args) : null;
+  const rows = q.limit !== null && q.limit <= STREAM_ABOVE ? await site.store.page(META, compiled) : site.store.stream(META, compiled);
+  return { def, rows, total, lastChange };
+}
+
+/** The metadata of one file, or 404. No permission check: callers decide (see media routes). */
+export async function findFile(site: Site, uuid: string): Promise<StoredRecord> {
+  const row = MD5_RE.test(uuid) ? await site.store.get(META, uuid) : null;
+  if (!row) throw notFound(`file ${uuid} does not exist`);
+  return row;
+}
+
+export async function readFile(site: Site, p: Principal, uuid: string): Promise<StoredRecord> {
+  authorize(p, FILES, "view", uuid);
+  return findFile(site, uuid);
+}
+
+export async function updateFile(site: Site, p: Principal, uuid: string, body: unknown): Promise<StoredRecord> {
+  authorize(p, FILES, "edit", uuid);
+  const def = metaDef(site);
+  const input = asObject(body);
+  const errors: Record<string, string> = {};
+  for (const k of Object.keys(input)) {
+    if (k === "uuid" ? input.uuid !== uuid : !EDITABLE.includes(k)) errors[k] = `cannot be changed; editable: ${EDITABLE.join(", ")}`;
+  }
+  if (Object.keys(errors).length) throw new AppError(422, "INVALID_DATA", "only title and name can be changed", { errors });
+  if (typeof input.name === "string") input.name = cleanFileName(input.name);
+  await findFile(site, uuid);
+  const values = await prepareValues(site.store, def, input, "update", uuid);
+  return site.store.transaction(async (tx) => {
+    const current = await tx.get(META, uuid);
+    if (!current) throw notFound(`file ${uuid} does not exist`);
+    return writers.updatePrepared(site, tx, def, current, values, p.uuid);
+  });
+}
+
+/**
+ * Removes the record first (it is what makes a file exist), then the content and the cache.
+ * A failure after the record is gone leaves only unreachable bytes, never a broken record.
+ */
+export async function deleteFile(site: Site, p: Principal, uuid: string): Promise<StoredRecord> {
+  authorize(p, FILES, "delete", uuid);
+  const def = metaDef(site);
+  const files = filesOf(site);
+  if (!MD5_RE.test(uuid)) throw notFound(`file ${uuid} does not exist`);
+  return files.lock(uuid, async () => {
+    const row = await site.store.transaction(async (tx) => {
+      const existing = await tx.get(META, uuid);
+      if (!existing) throw notFound(`file ${uuid} does not exist`);
+      await writers.deletePrepared(site, tx, def, existing, p.uuid);
+      return existing;
+    });
+    await files.blobs.deletePrefix(variantPrefix(uuid));
+    await files.blobs.delete(contentKey(uuid));
+    return row;
+  });
+}
