@@ -1,7 +1,5 @@
 import type { Command } from "commander";
-import { openSite } from "../src/core/site";
-import { loadDefinitions } from "../src/core/definitions/load";
-import { action, config } from "./common";
+import { action, withSite } from "./common";
 
 export function registerMigrate(program: Command) {
   program
@@ -10,14 +8,9 @@ export function registerMigrate(program: Command) {
     .option("--dir <dir>", "site directory")
     .option("--json", "print the changes as JSON")
     .action(action(async (opts: { dir?: string; json?: boolean }) => {
-      const site = await openSite(config(opts));
-      try {
-        // openSite already synced; run again to report what a second pass would change (nothing).
-        const changes = await site.store.syncSchema(loadDefinitions(site.config.dir).values());
-        if (opts.json) console.log(JSON.stringify({ ok: true, changes }));
-        else console.log(changes.length ? changes.map((c) => `${c.resource}: ${c.action} ${c.detail}`).join("\n") : "schema up to date");
-      } finally {
-        await site.close();
-      }
+      // Opening a site syncs tables and indexes with the definitions; report what that changed.
+      const changes = await withSite(opts, async (site) => site.schemaChanges);
+      if (opts.json) console.log(JSON.stringify({ ok: true, changes }));
+      else console.log(changes.length ? changes.map((c) => `${c.resource}: ${c.action} ${c.detail}`).join("\n") : "schema up to date");
     }));
 }

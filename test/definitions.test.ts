@@ -81,6 +81,7 @@ describe("definitions at start", () => {
     } });
     const m1 = await cli(dir, ["migrate", "--json"]);
     expect(m1.code).toBe(0);
+    expect(JSON.parse(m1.stdout).changes.some((c: { resource: string; action: string }) => c.resource === "items" && c.action === "created")).toBe(true);
     const indexes = () => {
       const db = new Database(join(dir, "data/resd.db"), { readonly: true });
       const names = (db.query("SELECT name FROM sqlite_master WHERE type='index' AND tbl_name='r:items'").all() as { name: string }[]).map((r) => r.name).filter((n) => n.startsWith("ix:")).sort();
@@ -93,6 +94,10 @@ describe("definitions at start", () => {
     await Bun.write(join(dir, "resources/items.json"), JSON.stringify({ fields: { a: { type: "text" }, b: { type: "number" } }, index: ["b"] }));
     const m2 = await cli(dir, ["migrate", "--json"]);
     expect(m2.code).toBe(0);
+    const reported = JSON.parse(m2.stdout).changes.map((c: { action: string; detail: string }) => `${c.action} ${c.detail}`).sort();
+    expect(reported).toEqual(["index-added ix:items:b", "index-dropped ix:items:a", "index-dropped ix:items:a,b", "index-dropped ix:items:unique:b", "updated schema version 2"]);
+    const m3 = await cli(dir, ["migrate"]);
+    expect(m3.stdout.trim()).toBe("schema up to date");
     expect(indexes().names).toEqual(["ix:items:_created", "ix:items:_modified", "ix:items:b"]);
     expect(indexes().versions).toEqual({ resource: "items", version: 2 });
     const add = await cli(dir, ["user", "add", "p@x.io", "--password", "pw", "--json"]);

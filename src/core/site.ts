@@ -9,7 +9,7 @@ import { buildDefinition, loadDefinitions } from "./definitions/load";
 import type { DefinitionFile, ResourceDef } from "./definitions/types";
 import { notFound } from "./errors";
 import { SqliteStore } from "./store/sqlite";
-import type { Store, StoreTx } from "./store/types";
+import type { SchemaChange, Store, StoreTx } from "./store/types";
 import { ensureAdminRole } from "./access/accounts";
 import { queueJobsHook } from "./jobs/enqueue";
 
@@ -27,6 +27,8 @@ export type WriteEvent = {
 export type Site = {
   config: Config;
   defs: Map<string, ResourceDef>;
+  /** What opening the site changed in tables and indexes to match the definitions. */
+  schemaChanges: SchemaChange[];
   store: Store;
   /** Runs inside the write's transaction (e.g. to queue jobs atomically with the record). */
   txHooks: ((tx: StoreTx, e: WriteEvent) => Promise<void>)[];
@@ -45,10 +47,11 @@ export async function openSite(config: Config, opts: { ensureSecret?: boolean } 
   const cfg = opts.ensureSecret === false ? config : ensureTokenSecret(config);
   const defs = loadDefinitions(cfg.dir);
   const store: Store = new SqliteStore(join(cfg.dir, "data", "resd.db"));
-  await store.syncSchema(defs.values());
+  const schemaChanges = await store.syncSchema(defs.values());
   const site: Site = {
     config: cfg,
     defs,
+    schemaChanges,
     store,
     txHooks: [],
     listeners: [],
