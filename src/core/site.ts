@@ -36,6 +36,11 @@ export type Site = {
   listeners: ((e: WriteEvent) => void | Promise<void>)[];
   /** The definition of a resource served by the generic API, or 404. */
   resource(name: string): ResourceDef;
+  /**
+   * Re-reads DIR/resources and syncs tables and indexes. All or nothing: an invalid file throws and
+   * the definitions in force stay as they were.
+   */
+  reload(): Promise<SchemaChange[]>;
   /** Adds (or replaces) a definition at run time: writes DIR/resources/<name>.json, syncs tables. */
   define(name: string, raw: DefinitionFile): Promise<ResourceDef>;
   close(): Promise<void>;
@@ -59,6 +64,13 @@ export async function openSite(config: Config, opts: { ensureSecret?: boolean } 
       const def = defs.get(name);
       if (!def || def.internal) throw notFound(`resource "${name}" does not exist`);
       return def;
+    },
+    async reload() {
+      const fresh = loadDefinitions(cfg.dir);
+      const changes = await store.syncSchema(fresh.values());
+      defs.clear();
+      for (const [name, def] of fresh) defs.set(name, def);
+      return changes;
     },
     async define(name, raw) {
       const folder = join(cfg.dir, "resources");

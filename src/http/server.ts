@@ -11,6 +11,7 @@ import { errorResponse } from "./errors";
 import { flushLogs, logEvent, logRequest, resolveLogFormat, setLogFormat } from "./logging";
 import { startHooks, stopHooks } from "../core/extensions/runtime";
 import { withCors } from "./cors";
+import { watchDefinitions } from "../core/definitions/watch";
 
 /** Work that must reach a safe point before the database closes (a job worker, an import). */
 export type Drain = () => Promise<void> | void;
@@ -50,7 +51,8 @@ function startUpkeep(site: Site) {
   const purge = () => site.store.purgeHistory(Date.now() - HISTORY_WINDOW_MS).catch((e) => logEvent("history purge failed", { error: String(e) }));
   const timer = setInterval(purge, 3600_000);
   timer.unref();
-  return { purge, stop: () => clearInterval(timer) };
+  const unwatch = watchDefinitions(site, logEvent);
+  return { purge, stop: () => { clearInterval(timer); unwatch(); } };
 }
 
 /** Stops in order: listening, then in-flight requests and drains (bounded), then the database. */
