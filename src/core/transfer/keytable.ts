@@ -3,7 +3,8 @@
  * as 64 bits of hash in typed arrays (open addressing) and uuids of the usual 8-4-4-4-12 hex form
  * as 16 bytes. A Map<string, string> of a million entries costs about 240 MB; this about 40 MB.
  * Two different keys of one import share all 64 bits with odds of about 1 in 30 million for a
- * million keys (n²/2^65); such a row would update the other key's record. Accepted for the memory.
+ * million keys (n²/2^65). Hits on existing records are confirmed against the store (match.ts); a
+ * collision between two new rows of one file would merge them, at those odds.
  */
 const HEX = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const EMPTY = 0x7fffffff;

@@ -70,7 +70,13 @@ export class MatchIndex {
       values = await this.scan(k.field);
       this.scanned.set(k.field, values);
     }
-    return values.get(k.key) ?? null;
+    const hit = values.get(k.key);
+    if (!hit) return null;
+    // The table keeps hashes, not keys: confirm the hit, so that a hash collision can never make a
+    // row update another record. On a mismatch, ask the store for the exact value (a rare scan).
+    const row = await this.store.get(this.def.name, hit);
+    if (row && (JSON.parse(row.data) as Record<string, unknown>)[k.field] === k.value) return hit;
+    return (await this.store.findBy(this.def.name, k.field, k.value))?.uuid ?? null;
   }
 
   private async scan(field: string): Promise<KeyTable> {
