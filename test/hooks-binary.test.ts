@@ -4,10 +4,10 @@
  * serves its route, delivers its event and runs its job.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { makeSite, ROOT } from "./helpers/site";
+import { loneBinary } from "./helpers/binary";
 
 let work: string;
 let binary: string;
@@ -22,15 +22,7 @@ const run = async (args: string[]) => {
 };
 
 beforeAll(async () => {
-  work = mkdtempSync(join(tmpdir(), "resd-hooks-bin-"));
-  const out = join(work, "build", "resd");
-  const b = Bun.spawn(["bun", "build.ts", "--outfile", out], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
-  const [, err, code] = await Promise.all([new Response(b.stdout).text(), new Response(b.stderr).text(), b.exited]);
-  if (code !== 0) throw new Error(`build failed: ${err}`);
-  mkdirSync(join(work, "run"));
-  binary = join(work, "run", "resd");
-  copyFileSync(out, binary);
-  rmSync(join(work, "build"), { recursive: true, force: true });
+  ({ work, binary } = await loneBinary("resd-hooks-bin-"));
   dir = makeSite({
     defs: { articles: { fields: { title: { type: "text", required: true } }, events: { create: ["article-saved", "job:notify"] } } },
     files: { "ext/hooks.ts": readFileSync(join(ROOT, "test/fixtures/ext-basic/hooks.ts"), "utf8") },
