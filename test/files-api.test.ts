@@ -6,6 +6,8 @@ import sharp from "sharp";
 import { adminSite } from "./helpers/site";
 
 type S = Awaited<ReturnType<typeof adminSite>>;
+/** JSON answers, checked field by field. */
+type Envelope = Record<string, any>;
 const md5 = (b: Uint8Array) => new Bun.CryptoHasher("md5").update(b).digest("hex");
 const tmpFiles = (dir: string) => (existsSync(join(dir, "data/files/.tmp")) ? readdirSync(join(dir, "data/files/.tmp")) : []);
 
@@ -19,7 +21,7 @@ async function upload(s: S, bytes: Uint8Array, name: string, type: string, more:
 }
 
 let s: S;
-let jpeg: Uint8Array;
+let jpeg: Uint8Array<ArrayBuffer>;
 beforeAll(async () => {
   s = await adminSite();
   // 1200x800 pixels stored, EXIF orientation 6: displayed as 800x1200.
@@ -70,10 +72,10 @@ describe("upload", () => {
     fd.append("title", "no file");
     let res = await fetch(`${s.base}/api/v1/.files`, { method: "POST", body: fd, headers: { authorization: `Bearer ${s.token}` } });
     expect(res.status).toBe(400);
-    expect(await res.json()).toMatchObject({ message: "INVALID_DATA", details: "the multipart part `file` is missing" });
+    expect((await res.json()) as Envelope).toMatchObject({ message: "INVALID_DATA", details: "the multipart part `file` is missing" });
     res = await s.api("POST", "/api/v1/.files", { title: "json" });
     expect(res.status).toBe(400);
-    expect((await res.json()).message).toBe("INVALID_DATA");
+    expect(((await res.json()) as Envelope).message).toBe("INVALID_DATA");
   });
 
   test("a caller without permission is refused before the body is read", async () => {
@@ -81,11 +83,11 @@ describe("upload", () => {
     fd.append("file", new Blob(["x"]), "x.txt");
     const res = await fetch(`${s.base}/api/v1/.files`, { method: "POST", body: fd });
     expect(res.status).toBe(403);
-    const body = await res.json();
+    const body = (await res.json()) as Envelope;
     expect(body.needs.split(",")).toContain("create-.files");
     const list = await fetch(`${s.base}/api/v1/.files`);
     expect(list.status).toBe(403);
-    expect((await list.json()).needs.split(",")).toContain("view-.files");
+    expect(((await list.json()) as Envelope).needs.split(",")).toContain("view-.files");
   });
 
   test("the generic record routes do not serve .files_meta", async () => {
@@ -202,7 +204,7 @@ describe("limits and failures", () => {
       duplex: "half",
     } as RequestInit);
     expect(res.status).toBe(413);
-    expect((await res.json()).message).toBe("UPLOAD_TOO_LARGE");
+    expect(((await res.json()) as Envelope).message).toBe("UPLOAD_TOO_LARGE");
     await Bun.sleep(50);
     expect(tmpFiles(small.dir)).toEqual([]);
     const list = await small.apiJson("GET", "/api/v1/.files");

@@ -6,6 +6,8 @@ import sharp from "sharp";
 import { adminSite } from "./helpers/site";
 
 type S = Awaited<ReturnType<typeof adminSite>>;
+/** JSON answers, checked field by field. */
+type Envelope = Record<string, any>;
 
 async function upload(s: S, bytes: Uint8Array, name: string, type: string): Promise<string> {
   const fd = new FormData();
@@ -115,7 +117,7 @@ describe("errors", () => {
   test.each(["abc", "0w", "0800w", "5000w", "100x0c", "100x100z", "100"])("invalid spec %p: 400", async (spec) => {
     const res = await fetch(`${s.base}/img/${photo}/${spec}`);
     expect(res.status).toBe(400);
-    expect((await res.json()).message).toBe("INVALID_DATA");
+    expect(((await res.json()) as Envelope).message).toBe("INVALID_DATA");
   });
 
   test("unknown uuid: 404", async () => {
@@ -126,7 +128,7 @@ describe("errors", () => {
   test("not an image: 415 UNSUPPORTED_MEDIA_TYPE", async () => {
     const res = await fetch(`${s.base}/img/${text}/100w`);
     expect(res.status).toBe(415);
-    expect((await res.json()).message).toBe("UNSUPPORTED_MEDIA_TYPE");
+    expect(((await res.json()) as Envelope).message).toBe("UNSUPPORTED_MEDIA_TYPE");
   });
 
   test("a decompression bomb is refused with 415 and the server stays up", async () => {
@@ -135,7 +137,7 @@ describe("errors", () => {
     expect(meta.body!.files[bomb]).toMatchObject({ type: "image/png", width: 30000, height: 30000 });
     const res = await fetch(`${s.base}/img/${bomb}/100w`);
     expect(res.status).toBe(415);
-    expect((await res.json()).details).toContain("pixels");
+    expect(((await res.json()) as Envelope).details).toContain("pixels");
     expect((await fetch(`${s.base}/img/${photo}/400w`)).status).toBe(200);
   });
 
@@ -156,7 +158,7 @@ describe("settings", () => {
   test("RESD_PUBLIC_MEDIA=0: /img and /download need view-.files", async () => {
     const anon = await fetch(`${priv.base}/img/${uuid}/100w`);
     expect(anon.status).toBe(403);
-    expect((await anon.json()).needs.split(",")).toContain("view-.files");
+    expect(((await anon.json()) as Envelope).needs.split(",")).toContain("view-.files");
     expect((await fetch(`${priv.base}/download/${uuid}`)).status).toBe(403);
     const ok = await priv.api("GET", `/img/${uuid}/100w`);
     expect(ok.status).toBe(200);
