@@ -54,6 +54,25 @@ export function logEvent(message: string, fields: Record<string, string | number
   else emit("out", `${new Date().toISOString()} ${message}${Object.entries(fields).map(([k, v]) => ` ${k}=${clean(String(v))}`).join("")}`);
 }
 
+// Formatting a date costs more than the rest of a log line: reuse it within the same millisecond.
+let isoMs = -1;
+let isoText = "";
+function now(): string {
+  const ms = Date.now();
+  if (ms !== isoMs) {
+    isoMs = ms;
+    isoText = new Date(ms).toISOString();
+  }
+  return isoText;
+}
+
+const PLAIN = /^[\w.\-/:@+~%!$&'()*,;=]*$/;
+/** A JSON string literal; plain text (most paths, ids, e-mails) needs no escaping. */
+const str = (s: string, max: number) => {
+  const t = s.length > max ? s.slice(0, max) : s;
+  return PLAIN.test(t) ? `"${t}"` : JSON.stringify(t);
+};
+
 /** The request line. `url` is the full request URL: only its path is kept, the query string never. */
 export function logRequest(method: string, url: string, status: number, ms: number, user: string, id: string) {
   const start = url.indexOf("/", url.indexOf("//") + 2);
@@ -61,9 +80,9 @@ export function logRequest(method: string, url: string, status: number, ms: numb
   const path = start < 0 ? "/" : url.slice(start, q < 0 ? undefined : q);
   const duration = Math.round(ms * 100) / 100;
   if (format === "json") {
-    emit("out", `{"time":"${new Date().toISOString()}","method":${JSON.stringify(method.slice(0, 16))},"path":${JSON.stringify(path.slice(0, 1024))},"status":${status},"duration_ms":${duration},"user":${JSON.stringify(user.slice(0, 256))},"request_id":${JSON.stringify(id.slice(0, 64))}}`);
+    emit("out", `{"time":"${now()}","method":${str(method, 16)},"path":${str(path, 1024)},"status":${status},"duration_ms":${duration},"user":${str(user, 256)},"request_id":${str(id, 64)}}`);
   } else {
-    emit("out", `${new Date().toISOString()} ${clean(method, 16)} ${clean(path)} ${status} ${duration}ms ${clean(user, 256)} ${clean(id, 64)}`);
+    emit("out", `${now()} ${clean(method, 16)} ${clean(path)} ${status} ${duration}ms ${clean(user, 256)} ${clean(id, 64)}`);
   }
 }
 
