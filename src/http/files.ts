@@ -6,35 +6,18 @@ import { Elysia } from "elysia";
 import { AppError, badRequest } from "../core/errors";
 import { deleteFile, listFiles, metaDef, readFile, updateFile } from "../core/files/library";
 import { multipartBoundary, readMultipart } from "../core/files/multipart";
-import { checkUpload, commitUpload, stageUpload, tooLarge, type Staged } from "../core/files/upload";
+import { checkUpload, commitUpload, stageUpload, type Staged } from "../core/files/upload";
+import { FRAMING_ALLOWANCE, limitedBody } from "./upload-body";
 import type { Site } from "../core/site";
 import { lastModifiedHeader, notModified, notModifiedResponse } from "./conditional";
 import { handle, readJson, type Ctx } from "./context";
 import { records, streamedRecords } from "./envelope";
 
 const KEY = "files";
-/** Room for multipart framing and small fields on top of the file itself. */
-const FRAMING_ALLOWANCE = 64 * 1024;
 const MAX_TITLE_BYTES = 16 * 1024;
 
 const methodNotAllowed = (allowed: string) =>
   new AppError(405, "METHOD_NOT_ALLOWED", `this path supports ${allowed}`, { allow: allowed });
-
-/**
- * The body, cut off with 413 once it passes `bodyMax` bytes. A declared Content-Length is only
- * believed without Transfer-Encoding (the body-limit rule); otherwise the streamed bytes count.
- */
-async function* limitedBody(request: Request, bodyMax: number, max: number): AsyncGenerator<Uint8Array> {
-  const declared = request.headers.get("content-length");
-  if (!request.headers.has("transfer-encoding") && declared !== null && Number(declared) > bodyMax) throw tooLarge(max);
-  if (!request.body) return;
-  let seen = 0;
-  for await (const chunk of request.body) {
-    seen += chunk.length;
-    if (seen > bodyMax) throw tooLarge(max);
-    yield chunk;
-  }
-}
 
 async function partText(body: AsyncIterable<Uint8Array>, max: number): Promise<string> {
   const parts: Uint8Array[] = [];

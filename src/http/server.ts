@@ -12,6 +12,7 @@ import { flushLogs, logEvent, logRequest, resolveLogFormat, setLogFormat } from 
 import { startHooks, stopHooks } from "../core/extensions/runtime";
 import { withCors } from "./cors";
 import { watchDefinitions } from "../core/definitions/watch";
+import { removeLeftovers } from "../core/leftovers";
 
 /** Work that must reach a safe point before the database closes (a job worker, an import). */
 export type Drain = () => Promise<void> | void;
@@ -52,6 +53,8 @@ function startUpkeep(site: Site) {
   const timer = setInterval(purge, 3600_000);
   timer.unref();
   const unwatch = watchDefinitions(site, logEvent);
+  const removed = removeLeftovers(site.config.dir);
+  if (removed.length) logEvent("removed temporary files left by an earlier crash", { files: removed.length });
   return { purge, stop: () => { clearInterval(timer); unwatch(); } };
 }
 

@@ -12,30 +12,11 @@ import { proposeFromDocument } from "../core/transfer/document";
 import type { Site } from "../core/site";
 import { handle, type Ctx } from "./context";
 import { json } from "./envelope";
+import { spoolFilePart, type SpooledPart } from "./upload-body";
 
 const only = (c: Ctx, method: string) => {
   if (c.request.method !== method) throw new AppError(405, "METHOD_NOT_ALLOWED", `this path supports ${method}`, { allow: method });
 };
-
-/** The multipart part `file`, within the upload limit. */
-async function uploadedFile(c: Ctx): Promise<File> {
-  const max = c.site.config.maxUpload;
-  const length = Number(c.request.headers.get("content-length") ?? "0");
-  if (length > max) throw new AppError(413, "UPLOAD_TOO_LARGE", `the upload is larger than ${max} bytes (RESD_MAX_UPLOAD)`);
-  if (!(c.request.headers.get("content-type") ?? "").toLowerCase().startsWith("multipart/form-data")) {
-    throw badRequest("send the file as multipart/form-data in a part named `file`");
-  }
-  let form: Awaited<ReturnType<Request["formData"]>>;
-  try {
-    form = await c.request.formData();
-  } catch {
-    throw badRequest("the multipart body cannot be read");
-  }
-  const file = form.get("file");
-  if (!file || typeof file === "string") throw badRequest("the multipart part `file` is missing or not a file");
-  if (file.size > max) throw new AppError(413, "UPLOAD_TOO_LARGE", `the upload is larger than ${max} bytes (RESD_MAX_UPLOAD)`);
-  return file;
-}
 
 async function exportRoute(c: Ctx, resource: string): Promise<Response> {
   only(c, "GET");
@@ -61,8 +42,13 @@ async function importRoute(c: Ctx, resource: string): Promise<Response> {
   only(c, "POST");
   const p = await c.principal();
   const strict = /^(1|true|yes)$/i.test(c.url().searchParams.get("strict") ?? "");
-  const file = await uploadedFile(c);
-  const r = await importRecords(c.site, p, resource, file, { name: file.name, strict });
+  const upload = await spoolFilePart(c.site, c.request);
+  let r: Awaited<ReturnType<typeof importRecords>>;
+  try {
+    r = await importRecords(c.site, p, resource, upload.file, { name: upload.name, strict });
+  } finally {
+    upload.remove();
+  }
   const body = { stats: r.stats, errors_detail: r.errors_detail, format: r.format, resource_created: r.resource_created };
   if (r.rolled_back) return json(422, { message: "INVALID_DATA", details: "rows were rejected and strict is on: nothing was written", ...body }, c.t0);
   return json(200, body, c.t0);
@@ -71,8 +57,13 @@ async function importRoute(c: Ctx, resource: string): Promise<Response> {
 async function importDocumentRoute(c: Ctx, resource: string): Promise<Response> {
   only(c, "POST");
   const p = await c.principal();
-  const proposal = await proposeFromDocument(c.site, p, resource, () => uploadedFile(c));
-  return json(200, { ...proposal }, c.t0);
+  let upload: SpooledPart | null = null;
+  try {
+    const proposal = await proposeFromDocument(c.site, p, resource, async () => (upload = await spoolFilePart(c.site, c.request)));
+    return json(200, { ...proposal }, c.t0);
+  } finally {
+    (upload as SpooledPart | null)?.remove();
+  }
 }
 
 export const transferRoutes = (site: Site) =>

@@ -36,21 +36,21 @@ export function proposableFields(def: ResourceDef): [string, FieldDef][] {
   return Object.entries(def.fields).filter(([name, f]) => !def.hidden.has(name) && !NOT_PROPOSED.has(f.type));
 }
 
-export async function proposeFromDocument(site: Site, p: Principal, resource: string, upload: () => Promise<File>): Promise<DocumentProposal> {
+export async function proposeFromDocument(site: Site, p: Principal, resource: string, upload: () => Promise<{ file: Blob; name: string }>): Promise<DocumentProposal> {
   const def = site.resource(resource);
   authorize(p, resource, "create");
   const { aiApiKey, aiBaseUrl, aiModel } = site.config;
   if (!aiApiKey) throw new AppError(503, "SERVICE_UNAVAILABLE", "import-document needs an AI provider: set AI_API_KEY (and AI_BASE_URL, AI_MODEL) in DIR/.env");
-  const file = await upload();
+  const { file, name } = await upload();
   const html = await docxToHtml(file);
   const truncated = html.length > MAX_DOCUMENT_CHARS;
   const text = truncated ? html.slice(0, MAX_DOCUMENT_CHARS) : html;
   const answer = await complete(aiBaseUrl, aiApiKey, aiModel, messages(def, text));
   const checked = await check(site, def, answer);
-  return { resource, ...checked, document: { name: file.name, characters: html.length, truncated }, model: aiModel };
+  return { resource, ...checked, document: { name, characters: html.length, truncated }, model: aiModel };
 }
 
-async function docxToHtml(file: File): Promise<string> {
+async function docxToHtml(file: Blob): Promise<string> {
   const bytes = new Uint8Array(await file.arrayBuffer());
   // A .docx is a zip archive: "PK\3\4".
   const isZip = bytes.length > 4 && bytes[0] === 0x50 && bytes[1] === 0x4b && bytes[2] === 0x03 && bytes[3] === 0x04;
