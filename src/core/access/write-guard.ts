@@ -5,7 +5,9 @@
  *   own record, and only the fields named in `self_edit` (default `name`);
  * - a role may be given only if the caller holds every permission of that role — so nobody raises
  *   their own role, and nobody hands out more than they have;
- * - API access may be switched on only by a caller who may edit users, and never on their own record.
+ * - API access may be switched on only by a caller who may edit users, and never on their own record;
+ * - a role's permissions may be set only to permissions the caller holds, so `edit-roles` is not a
+ *   way to make oneself admin.
  * It also checks and removes the form spam fields (see forms.ts).
  */
 import type { Site } from "../site";
@@ -28,6 +30,7 @@ export async function guardWrite(site: Site, p: Principal, def: ResourceDef, act
   const selfEdit = ownRecord && action === "edit" && !can(p, "users", "edit", uuid);
   if (!selfEdit) authorize(p, def.name, action, uuid);
   const input = stripFormFields(site, def.name, asObject(body));
+  if (def.name === "roles") guardPermissions(p, input.permissions);
   if (def.name !== "users") return input;
   if (selfEdit) {
     const allowed = new Set(selfEditFields(def));
@@ -53,5 +56,14 @@ async function guardRole(site: Site, p: Principal, role: unknown): Promise<void>
   const missing = [...wanted].filter((perm) => !p.permissions.has(perm));
   if (missing.length) {
     throw new AppError(403, "ACCESS_DENIED", `role "${role}" holds permissions you do not have (${missing.slice(0, 5).join(", ")}); nobody gives a role above their own`);
+  }
+}
+
+function guardPermissions(p: Principal, permissions: unknown): void {
+  if (permissions === undefined || permissions === null || p.permissions.has("(all)")) return;
+  const list = (Array.isArray(permissions) ? permissions : [permissions]).map(String);
+  const missing = list.filter((perm) => !p.permissions.has(perm));
+  if (missing.length) {
+    throw new AppError(403, "ACCESS_DENIED", `a role may hold only permissions you hold yourself (not ${missing.slice(0, 5).join(", ")})`);
   }
 }
