@@ -35,6 +35,7 @@ describe("create", () => {
     expect((await s.apiJson("POST", "/api/v1/notes", { uuid: "body-id", title: "B2" })).status).toBe(409);
     expect((await s.apiJson("POST", "/api/v1/notes/x1", { uuid: "x2", title: "B2" })).status).toBe(400);
     expect((await s.apiJson("POST", "/api/v1/notes", { uuid: "bad id/../", title: "B2" })).status).toBe(400);
+    expect((await s.apiJson("POST", "/api/v1/notes", { uuid: "export", title: "B2" })).status).toBe(400);
   });
 
   test("system fields cannot be set by a client", async () => {

@@ -17,10 +17,14 @@ export type Values = Record<string, unknown>;
 
 const UUID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
+/** Path segments of the resource's own endpoints: a record of that name could never be addressed. */
+const RESERVED = new Set(["export", "import", "import-document"]);
+
 export function checkUuid(uuid: unknown): string {
   if (typeof uuid !== "string" || !UUID_RE.test(uuid)) {
     throw badRequest("uuid must be 1-128 characters of letters, digits, '.', '_' and '-'");
   }
+  if (RESERVED.has(uuid)) throw badRequest(`"${uuid}" is reserved for /api/v1/{resource}/${uuid}`);
   return uuid;
 }
 
