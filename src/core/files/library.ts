@@ -6,10 +6,9 @@
 import { authorize, type Principal } from "../access/permissions";
 import type { ResourceDef } from "../definitions/types";
 import { AppError, notFound } from "../errors";
-import { compileList } from "../query/compile";
-import { parseListParams, type ListParams } from "../query/parse";
+import type { ListParams } from "../query/parse";
 import { asObject, prepareValues } from "../records/prepare";
-import { writers, type ListResult } from "../records/service";
+import { queryList, writers, type ListResult } from "../records/service";
 import type { Site } from "../site";
 import type { StoredRecord } from "../store/types";
 import { contentKey, FILES, filesOf, MD5_RE, META, variantPrefix } from "./context";
@@ -17,7 +16,6 @@ import { cleanFileName } from "./names";
 
 /** Fields a client may change with PUT; the rest describe the content and are set on upload. */
 export const EDITABLE = ["title", "name"];
-const STREAM_ABOVE = 1000;
 
 export function metaDef(site: Site): ResourceDef {
   const def = site.defs.get(META);
@@ -27,13 +25,7 @@ export function metaDef(site: Site): ResourceDef {
 
 export async function listFiles(site: Site, p: Principal, params: ListParams): Promise<ListResult> {
   authorize(p, FILES, "view");
-  const def = metaDef(site);
-  const q = parseListParams(params, site.config.maxLimit);
-  const compiled = compileList(site.store.dialect, def, q);
-  const lastChange = await site.store.lastChange(META);
-  const total = q.wantsTotal ? await site.store.count(META, compiled.where, compiled.args) : null;
-  const rows = q.limit !== null && q.limit <= STREAM_ABOVE ? await site.store.page(META, compiled) : site.store.stream(META, compiled);
-  return { def, rows, total, lastChange };
+  return queryList(site, metaDef(site), params);
 }
 
 /** The metadata of one file, or 404. No permission check: callers decide (see media routes). */

@@ -29,11 +29,16 @@ const nowSec = () => Math.floor(Date.now() / 1000);
 export async function listRecords(site: Site, p: Principal, resource: string, params: ListParams): Promise<ListResult> {
   const def = site.resource(resource);
   authorize(p, resource, "view");
+  return queryList(site, def, params);
+}
+
+/** A list query on any resource's table, built-in ones included; the caller has checked access. */
+export async function queryList(site: Site, def: ResourceDef, params: ListParams): Promise<ListResult> {
   const q = parseListParams(params, site.config.maxLimit);
   const compiled = compileList(site.store.dialect, def, q);
-  const lastChange = await site.store.lastChange(resource);
-  const total = q.wantsTotal ? await site.store.count(resource, compiled.where, compiled.args) : null;
-  const rows = q.limit !== null && q.limit <= STREAM_ABOVE ? await site.store.page(resource, compiled) : site.store.stream(resource, compiled);
+  const lastChange = await site.store.lastChange(def.name);
+  const total = q.wantsTotal ? await site.store.count(def.name, compiled.where, compiled.args) : null;
+  const rows = q.limit !== null && q.limit <= STREAM_ABOVE ? await site.store.page(def.name, compiled) : site.store.stream(def.name, compiled);
   return { def, rows, total, lastChange };
 }
 
