@@ -4,7 +4,7 @@
 #   bun:sqlite, the record-route ceiling) and resd, each on 1,000,000 records:
 #   GET one, a sorted+filtered page of 20 with total, POST create (wrk, loopback, <=15 s each);
 #   then resd's unpaged list of all records with its peak memory (VmHWM).
-# Usage: bench/records/run.sh        (env: ROWS=1000000 WRK_DURATION=10s, AUTH=token|none)
+# Usage: bench/records/run.sh        (env: ROWS=1000000 WRK_DURATION=10s RESD_OPS="read list create" ANON=1)
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"; ROOT="$(cd "$HERE/../.." && pwd)"
 SHARED="${SHARED_BENCH:-$ROOT/../shared/bench}"
@@ -30,13 +30,25 @@ wait_http http://127.0.0.1:3101/ && wait_http http://127.0.0.1:3201/ && wait_htt
 echo "# $(date -u +%FT%TZ) $(nproc) cores, rows=$ROWS, wrk -t${WRK_THREADS} -c${WRK_CONNS} -d${WRK_DURATION}"
 run_wrk "hello-bun" "http://127.0.0.1:3101/" "$BENCH_LUA_DIR/plain.lua"
 OPS="read list create" LABEL="bare-resd" bash "$SHARED/http-bench.sh" http://127.0.0.1:3201 "Bearer bench" items "$DATA/raw.db.uuids.txt"
-if [ "${AUTH:-token}" = none ]; then RESD_AUTH=""; else RESD_AUTH="Bearer $TOKEN"; fi
-OPS="read list create" LABEL="resd" bash "$SHARED/http-bench.sh" http://127.0.0.1:3301 "$RESD_AUTH" items
+RESD_OPS="${RESD_OPS:-read list create}"
+OPS="$RESD_OPS" LABEL="resd (bearer token)" bash "$SHARED/http-bench.sh" http://127.0.0.1:3301 "Bearer $TOKEN" items
+if [ "${ANON:-1}" = 1 ]; then
+  # The same operations as an anonymous caller (an allow file opens them): the cost of authentication.
+  mkdir -p "$SITE/ext/uri/api/v1/items"
+  printf '[#api-allow get items#]\n[#api-allow post items#]\n' > "$SITE/ext/uri/api/v1/items/index.tpl"
+  sleep 4 # allow files are re-read every 3 s
+  OPS="$RESD_OPS" LABEL="resd (anonymous)" bash "$SHARED/http-bench.sh" http://127.0.0.1:3301 "" items
+  rm -rf "$SITE/ext"
+fi
 
-# Unpaged list of every record: bytes, time and the server's peak resident memory.
+# Unpaged list of every record on a fresh server: bytes, time and the server's peak resident memory.
+kill "$RESD_PID"; wait "$RESD_PID" 2>/dev/null || true
+RESD_LOG_FORMAT=json bun "$ROOT/cli/main.ts" serve --dir "$SITE" --port 3302 --host 127.0.0.1 > /dev/null & pids+=($!)
+RESD_PID=$!
+wait_http http://127.0.0.1:3302/health
 before=$(awk '/VmHWM/{print $2}' /proc/$RESD_PID/status)
 t0=$(date +%s.%N)
-bytes=$(curl -s -H "Authorization: Bearer $TOKEN" http://127.0.0.1:3301/api/v1/items | wc -c)
+bytes=$(curl -s -H "Authorization: Bearer $TOKEN" http://127.0.0.1:3302/api/v1/items | wc -c)
 t1=$(date +%s.%N)
 after=$(awk '/VmHWM/{print $2}' /proc/$RESD_PID/status)
 printf 'resd unpaged list: %s bytes in %.1f s; server peak RSS %d MB before, %d MB after\n' "$bytes" "$(echo "$t1 - $t0" | bc)" $((before / 1024)) $((after / 1024))

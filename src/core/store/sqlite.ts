@@ -57,7 +57,7 @@ export class SqliteStore implements Store {
     this.writer.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA journal_size_limit=67108864; PRAGMA foreign_keys=OFF;");
     // The writer waits briefly inside SQLite and otherwise yields (see begin()), so another process
     // holding the write lock (a CLI import) never freezes the server's event loop.
-    configure(this.writer, 50, 128);
+    configure(this.writer, 50, 32);
     migrateInternal(this.writer);
     this.reader = new Database(path, { readonly: true, strict: true });
     configure(this.reader, 5000, 64);
