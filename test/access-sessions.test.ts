@@ -56,6 +56,8 @@ describe("POST/GET/DELETE /api/v1/session", () => {
     expect(anon.status).toBe(401);
     expect(anon.body!.message).toBe("UNAUTHORIZED");
     expect((await call(s.base, "GET", "/api/v1/session", { headers: { cookie: "resd_session=forged-value" } })).status).toBe(401);
+    expect((await call(s.base, "GET", "/api/v1/session", { headers: { cookie: "resd_session=%E0%A4%A" } })).status).toBe(401);
+    expect((await call(s.base, "GET", "/api/v1/items", { headers: { cookie: "resd_session=%zz" } })).status).toBe(403);
     expect((await call(s.base, "PUT", "/api/v1/session")).status).toBe(405);
   });
 
