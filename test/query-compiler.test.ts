@@ -70,7 +70,7 @@ describe("compile", () => {
     expect(c.orderBy).toBe(orderBy);
   });
 
-  test.each([["sort", "secret|asc"], ["filter", "secret:x"], ["sort", "ghost"], ["filter", "ghost:1"], ["filter", "year:abc"], ["filter", "published:maybe"]])(
+  test.each([["sort", "secret|asc"], ["filter", "secret:x"], ["sort", "ghost"], ["filter", "ghost:1"], ["filter", "year:abc"], ["filter", "published:maybe"], ["sort", "toString"], ["filter", "constructor:x"], ["filter", "__proto__:x"]])(
     "%s=%s → 400", (k, v) => {
       try {
         compile({ [k]: v });

@@ -29,6 +29,8 @@ describe("validation gives 422 INVALID_DATA naming each bad field", () => {
     ["longitude", { title: "t", lat: 10, lng: 181 }, "lng"],
     ["select from resource", { title: "t", owner: "no-such-user" }, "owner"],
     ["unknown field", { title: "t", colour2: "#fff" }, "colour2"],
+    ["a prototype name is no field", { title: "t", toString: "x" }, "toString"],
+    ["constructor is no field", { title: "t", constructor: "x" }, "constructor"],
     ["single-line text", { title: "a\nb" }, "title"],
   ];
   for (const [name, body, field] of cases) {
@@ -39,6 +41,12 @@ describe("validation gives 422 INVALID_DATA naming each bad field", () => {
       expect(r.body!.errors[field]).toBeString();
     });
   }
+
+  test("__proto__ in a body is refused as an unknown field", async () => {
+    const r = await create("notes", '{"title":"t","__proto__":{"polluted":1}}');
+    expect(r.status).toBe(422);
+    expect(r.body!.errors.__proto__).toBe("not a field of notes");
+  });
 
   test("i18n values per language, and the natural-short-text rule", async () => {
     expect((await create("pages", { title: { en: "Hello", de: "Hallo" } })).status).toBe(201);

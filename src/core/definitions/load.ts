@@ -48,7 +48,7 @@ export function buildDefinition(name: string, raw: DefinitionFile, file: string 
   if (!raw.fields || typeof raw.fields !== "object" || Array.isArray(raw.fields)) throw new DefinitionError(where, null, "`fields` must be an object");
   for (const [n, f] of Object.entries(raw.fields)) checkField(where, n, f, raw.fields);
   const known = (key: string, names: string[]) => {
-    for (const n of names) if (!raw.fields[n]) throw new DefinitionError(where, n, `named in \`${key}\` but not a field`);
+    for (const n of names) if (!Object.hasOwn(raw.fields, n)) throw new DefinitionError(where, n, `named in \`${key}\` but not a field`);
   };
   const hidden = list(raw.hidden);
   const encrypted = list(raw.encrypt);
@@ -71,8 +71,8 @@ export function buildDefinition(name: string, raw: DefinitionFile, file: string 
     throw new DefinitionError(where, null, "`validate` must be an object of field name to rule(s)");
   }
   for (const [n, spec] of Object.entries(raw.validate ?? {})) {
-    if (!raw.fields[n]) throw new DefinitionError(where, n, "named in `validate` but not a field");
-    for (const rule of ruleNames(spec)) if (!RULES[rule]) throw new DefinitionError(where, n, `unknown validation rule "${rule}" (known: ${Object.keys(RULES).join(", ")})`);
+    if (!Object.hasOwn(raw.fields, n)) throw new DefinitionError(where, n, "named in `validate` but not a field");
+    for (const rule of ruleNames(spec)) if (!Object.hasOwn(RULES, rule)) throw new DefinitionError(where, n, `unknown validation rule "${rule}" (known: ${Object.keys(RULES).join(", ")})`);
   }
   const passwords = Object.entries(raw.fields).filter(([, f]) => f.type === "password").map(([n]) => n);
   const isDot = name.startsWith(".");
@@ -82,7 +82,8 @@ export function buildDefinition(name: string, raw: DefinitionFile, file: string 
     name,
     file,
     raw,
-    fields: raw.fields,
+    // No prototype: a body key such as `toString` or `__proto__` must never look like a field.
+    fields: Object.assign(Object.create(null) as Record<string, FieldDef>, raw.fields),
     // Password fields hold one-way hashes: never worth returning, whatever the definition says.
     hidden: new Set([...hidden, ...encrypted, ...passwords, ...(name === "users" ? USER_ALWAYS_HIDDEN : [])]),
     encrypted: new Set(encrypted),

@@ -51,8 +51,8 @@ function clean(def: ResourceDef, name: string, value: unknown): unknown {
  * `uuid` is the record being written (excluded from unique checks).
  */
 export async function prepareValues(store: Store, def: ResourceDef, input: Values, mode: "create" | "update", uuid: string): Promise<Values> {
-  const errors: FieldErrors = {};
-  const out: Values = {};
+  const errors: FieldErrors = Object.create(null); // a key such as __proto__ must stay a key
+  const out: Values = Object.create(null);
   for (const [name, raw] of Object.entries(input)) {
     if (isSystemField(name)) continue; // set by the service only
     if (!def.fields[name]) { errors[name] = `not a field of ${def.name}`; continue; }
@@ -71,7 +71,7 @@ export async function prepareValues(store: Store, def: ResourceDef, input: Value
     const v = out[name];
     const each = def.fields[name].i18n && v && typeof v === "object" ? Object.values(v) : [v];
     for (const rule of ruleNames(spec)) {
-      const msg = each.map((x) => RULES[rule]?.(x)).find(Boolean);
+      const msg = Object.hasOwn(RULES, rule) ? each.map((x) => RULES[rule](x)).find(Boolean) : undefined;
       if (msg) { errors[name] = msg; break; }
     }
   }

@@ -140,7 +140,7 @@ export async function bulkUpdate(site: Site, p: Principal, resource: string, bod
   const entries = Object.entries(asObject(body));
   if (entries.length === 0) throw badRequest("the body must hold at least one record keyed by uuid");
   const prepared: Prepared[] = [];
-  const errors: Record<string, string> = {};
+  const errors: Record<string, string> = Object.create(null);
   for (const [uuid, fields] of entries) {
     try {
       prepared.push(await prepareUpdate(site, def, checkUuid(uuid), await guardWrite(site, p, def, "edit", fields, uuid)));
