@@ -1,18 +1,11 @@
 /** Black-box: /download/{uuid} — bytes, headers, ETag/304, ranges, and markup kept out of our origin. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { adminSite } from "./helpers/site";
+import { upload } from "./helpers/media";
 
 type S = Awaited<ReturnType<typeof adminSite>>;
 /** JSON answers, checked field by field. */
 type Envelope = Record<string, any>;
-
-async function upload(s: S, bytes: Uint8Array, name: string, type: string): Promise<string> {
-  const fd = new FormData();
-  fd.append("file", new Blob([bytes], { type }), name);
-  const res = await fetch(`${s.base}/api/v1/.files`, { method: "POST", body: fd, headers: { authorization: `Bearer ${s.token}` } });
-  if (res.status !== 201) throw new Error(`upload ${res.status}: ${await res.text()}`);
-  return Object.keys(((await res.json()) as { files: Record<string, unknown> }).files)[0];
-}
 
 let s: S;
 let big: Uint8Array;

@@ -4,18 +4,11 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import sharp from "sharp";
 import { adminSite } from "./helpers/site";
+import { upload } from "./helpers/media";
 
 type S = Awaited<ReturnType<typeof adminSite>>;
 /** JSON answers, checked field by field. */
 type Envelope = Record<string, any>;
-
-async function upload(s: S, bytes: Uint8Array, name: string, type: string): Promise<string> {
-  const fd = new FormData();
-  fd.append("file", new Blob([bytes], { type }), name);
-  const res = await fetch(`${s.base}/api/v1/.files`, { method: "POST", body: fd, headers: { authorization: `Bearer ${s.token}` } });
-  if (res.status !== 201) throw new Error(`upload ${res.status}: ${await res.text()}`);
-  return Object.keys(((await res.json()) as { files: Record<string, unknown> }).files)[0];
-}
 
 async function webp(res: Response) {
   expect(res.status).toBe(200);
