@@ -85,8 +85,15 @@ export class SqliteStore implements Store {
     return this.transaction(async () => all.flatMap((d) => syncResource(this.writer, d, this.dialect)));
   }
 
+  /** The hottest statement of all (every read of one record): prepared once per resource. */
+  private readonly getStmts = new Map<string, Statement>();
   async get(resource: string, uuid: string): Promise<StoredRecord | null> {
-    return this.reader.query(`SELECT ${COLS} FROM ${this.dialect.table(resource)} WHERE uuid = ?`).get(uuid) as StoredRecord | null;
+    let stmt = this.getStmts.get(resource);
+    if (!stmt) {
+      stmt = this.reader.prepare(`SELECT ${COLS} FROM ${this.dialect.table(resource)} WHERE uuid = ?`);
+      this.getStmts.set(resource, stmt);
+    }
+    return stmt.get(uuid) as StoredRecord | null;
   }
 
   private selectSql(resource: string, q: CompiledQuery): [string, SqlValue[]] {
