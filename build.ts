@@ -22,6 +22,7 @@ import { mkdir } from "node:fs/promises";
 import { dirname, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { findSharpNativeFiles, SHARP_PLATFORM_BY_TARGET, sharpEmbedPlugin } from "./src/build/sharp-embed-plugin.ts";
+import { fetchSharpNative } from "./src/build/fetch-native.ts";
 
 const ROOT = import.meta.dir;
 const PRIMARY_TARGET = "bun-linux-x64";
@@ -91,7 +92,17 @@ for (const [i, target] of targets.entries()) {
     failed = true;
     continue;
   }
-  const native = findSharpNativeFiles(platform, ROOT);
+  let nativeRoot: string | undefined;
+  let native = findSharpNativeFiles(platform, ROOT);
+  if (!native.ok && !isFirst) {
+    // Another platform's packages are skipped by the installer: fetch the versions sharp pins.
+    try {
+      nativeRoot = fetchSharpNative(platform, dirname(Bun.resolveSync("sharp/package.json", ROOT)), resolve(ROOT, "dist/.native"));
+      native = findSharpNativeFiles(platform, ROOT, nativeRoot);
+    } catch (err) {
+      native = { ok: false, reason: (err as Error).message };
+    }
+  }
   if (!native.ok) {
     if (explicitTargets || isFirst) {
       console.error(`build: cannot build ${target}: ${native.reason}`);
@@ -115,7 +126,7 @@ for (const [i, target] of targets.entries()) {
         RESD_VERSION: JSON.stringify(version),
         RESD_COMMIT: JSON.stringify(commit),
       },
-      plugins: [sharpEmbedPlugin({ platform, root: ROOT })],
+      plugins: [sharpEmbedPlugin({ platform, root: ROOT, nativeRoot })],
       throw: false,
     });
   } catch (err) {

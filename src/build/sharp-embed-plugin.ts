@@ -78,6 +78,8 @@ function sha256(path: string): string {
 export function findSharpNativeFiles(
   platform: string,
   root: string,
+  /** Another folder whose node_modules may hold the platform packages (see fetch-native.ts). */
+  nativeRoot?: string,
 ): { ok: true; value: SharpNativeFiles } | { ok: false; reason: string } {
   let sharpDir: string;
   try {
@@ -94,7 +96,12 @@ export function findSharpNativeFiles(
   try {
     bindingDir = dirname(Bun.resolveSync(`${bindingName}/package`, sharpDir));
   } catch {
-    return { ok: false, reason: `${bindingName} is not installed` };
+    try {
+      if (!nativeRoot) throw new Error("no other root");
+      bindingDir = dirname(Bun.resolveSync(`${bindingName}/package`, nativeRoot));
+    } catch {
+      return { ok: false, reason: `${bindingName} is not installed` };
+    }
   }
   try {
     libvipsDir = dirname(Bun.resolveSync(`${libvipsName}/package`, bindingDir));
@@ -173,11 +180,13 @@ export interface SharpEmbedPluginOptions {
   platform: string;
   /** Folder whose node_modules hold sharp (the project root). */
   root: string;
+  /** A folder whose node_modules hold the platform's packages when the project's do not. */
+  nativeRoot?: string;
 }
 
 /** The build plugin. Throws at setup time if the native packages for `platform` are missing. */
 export function sharpEmbedPlugin(opts: SharpEmbedPluginOptions): BunPlugin {
-  const found = findSharpNativeFiles(opts.platform, opts.root);
+  const found = findSharpNativeFiles(opts.platform, opts.root, opts.nativeRoot);
   if (!found.ok) throw new Error(`sharp-embed: cannot embed sharp for ${opts.platform}: ${found.reason}`);
   const native = found.value;
   const esmLoader = join(native.sharpDir, "dist", "sharp.mjs");
