@@ -10,8 +10,8 @@ import { passwordFingerprint } from "./tokens";
 import { findUser, principalForUser, type UserRow } from "./users";
 
 export const SESSION_COOKIE = "resd_session";
-/** Sliding expiry is written back at most this often, not on every request. */
-const TOUCH_EVERY_MS = 60_000;
+/** Sliding expiry is written back at most once a minute (or per quarter lifetime), not on every request. */
+const touchEvery = (ttlSeconds: number) => Math.min(60_000, (ttlSeconds * 1000) / 4);
 
 const hashId = (raw: string) => new Bun.CryptoHasher("sha256").update(raw).digest("hex");
 
@@ -54,7 +54,7 @@ export async function sessionPrincipal(site: Site, raw: string): Promise<Princip
     cache.set(id, hit);
   }
   if (hit.row.expires <= now) return null;
-  if (now - hit.row.seen > TOUCH_EVERY_MS) {
+  if (now - hit.row.seen > touchEvery(site.config.sessionTtl)) {
     hit.row = { ...hit.row, seen: now, expires: now + site.config.sessionTtl * 1000 };
     a.touchSession(id, now, hit.row.expires).catch((e) => console.error("session touch failed:", e));
   }
