@@ -6,7 +6,7 @@
 // 3. `resd export bench --format csv`, then json.
 // Each resd step runs in its own process under /usr/bin/time -v: wall time and peak RSS of the whole
 // process (startup included).
-import { mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 
 const ROWS = Number(process.argv[2] ?? 1_000_000);
@@ -23,6 +23,11 @@ async function run(cmd: string[]): Promise<{ out: string; err: string; code: num
 }
 
 /** Wall seconds and peak RSS (MB) from GNU time -v. */
+// time's report goes to a file: the measured Bun process makes the shared stderr pipe non-blocking,
+// which can cut time's own report short (and make it exit 1).
+const TIME_FILE = "/tmp/bench-data/time-report.txt";
+const TIME = ["/usr/bin/time", "-v", "-o", TIME_FILE];
+
 function timed(err: string) {
   const wall = /Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (?:(\d+):)?(\d+):([\d.]+)/.exec(err)!;
   const secs = Number(wall[1] ?? 0) * 3600 + Number(wall[2]) * 60 + Number(wall[3]);
@@ -51,15 +56,15 @@ writeFileSync(join(site, "resources", "bench.json"), JSON.stringify({
   index: ["status,year"], // the reference's one index
 }));
 const main = join(ROOT, "cli/main.ts");
-const imp = await run(["/usr/bin/time", "-v", "bun", main, "import", "bench", csv, "--json", "--dir", site]);
+const imp = await run([...TIME, "bun", main, "import", "bench", csv, "--json", "--dir", site]);
 const stats = JSON.parse(imp.out).stats;
-const ti = timed(imp.err);
+const ti = timed(readFileSync(TIME_FILE, "utf8"));
 line("resd import (csv, write rules, history, 1 tx)", stats.imported, ti.secs, ti.rss);
 
 for (const format of ["csv", "json"]) {
   const out = `/tmp/bench-data/export.${format}`;
-  const exp = await run(["/usr/bin/time", "-v", "bun", main, "export", "bench", "--format", format, "--out", out, "--dir", site]);
-  const te = timed(exp.err);
+  await run([...TIME, "bun", main, "export", "bench", "--format", format, "--out", out, "--dir", site]);
+  const te = timed(readFileSync(TIME_FILE, "utf8"));
   line(`resd export ${format} (${Math.round(statSync(out).size / 1e6)} MB)`, stats.imported, te.secs, te.rss);
   rmSync(out, { force: true });
 }
