@@ -52,12 +52,13 @@ export async function readRecord(site: Site, p: Principal, resource: string, uui
 
 const parse = (row: StoredRecord) => JSON.parse(row.data) as Values;
 
-function event(def: ResourceDef, action: WriteEvent["action"], row: StoredRecord, previous: StoredRecord | null, user: string | null): WriteEvent {
+/** `data` is the row's values when the caller still has them (spares parsing what it just wrote). */
+function event(def: ResourceDef, action: WriteEvent["action"], row: StoredRecord, previous: StoredRecord | null, user: string | null, data?: Values): WriteEvent {
   return {
     resource: def.name,
     action,
     uuid: row.uuid,
-    record: { uuid: row.uuid, ...visibleData(def, parse(row)), _created: row._created, _modified: row._modified },
+    record: { uuid: row.uuid, ...visibleData(def, data ?? parse(row)), _created: row._created, _modified: row._modified },
     previous: previous ? { uuid: previous.uuid, ...visibleData(def, parse(previous)), _created: previous._created, _modified: previous._modified } : null,
     user,
   };
@@ -81,7 +82,7 @@ async function insertPrepared(site: Site, tx: StoreTx, def: ResourceDef, uuid: s
   const now = nowSec();
   const row: StoredRecord = { uuid, data: JSON.stringify(values), _created: created ?? now, _modified: now, _created_by: user, _modified_by: user };
   await tx.insert(def.name, row);
-  await afterWrite(site, tx, def, event(def, "create", row, null, user), row, history);
+  await afterWrite(site, tx, def, event(def, "create", row, null, user, values), row, history);
   return row;
 }
 
@@ -90,7 +91,7 @@ async function updatePrepared(site: Site, tx: StoreTx, def: ResourceDef, existin
   const data = history === "restore" ? values : { ...parse(existing), ...values };
   const row: StoredRecord = { ...existing, data: JSON.stringify(data), _modified: nowSec(), _modified_by: user };
   await tx.update(def.name, row);
-  await afterWrite(site, tx, def, event(def, "update", row, existing, user), row, history);
+  await afterWrite(site, tx, def, event(def, "update", row, existing, user, data), row, history);
   return row;
 }
 

@@ -270,14 +270,32 @@ export class SqliteStore implements Store {
     }
   }
 
+  private historyStmt: Statement | null = null;
+  /** The writer's per-resource statements, prepared once (an import runs them a million times). */
+  private readonly writeStmts = new Map<string, Record<"get" | "insert" | "update" | "delete", Statement>>();
+  private writeStmtsFor(resource: string) {
+    let s = this.writeStmts.get(resource);
+    if (!s) {
+      const t = this.dialect.table(resource);
+      s = {
+        get: this.writer.prepare(`SELECT ${COLS} FROM ${t} WHERE uuid = ?`),
+        insert: this.writer.prepare(`INSERT INTO ${t} (${COLS}) VALUES (?, ?, ?, ?, ?, ?)`),
+        update: this.writer.prepare(`UPDATE ${t} SET data = ?, _modified = ?, _modified_by = ? WHERE uuid = ?`),
+        delete: this.writer.prepare(`DELETE FROM ${t} WHERE uuid = ?`),
+      };
+      this.writeStmts.set(resource, s);
+    }
+    return s;
+  }
+
   private txFor(touched: Set<string>, after: (() => void)[]): StoreTx {
     const w = this.writer;
     const t = (r: string) => this.dialect.table(r);
     return {
-      get: async (resource, uuid) => w.query(`SELECT ${COLS} FROM ${t(resource)} WHERE uuid = ?`).get(uuid) as StoredRecord | null,
+      get: async (resource, uuid) => this.writeStmtsFor(resource).get.get(uuid) as StoredRecord | null,
       insert: async (resource, rec) => {
         try {
-          w.query(`INSERT INTO ${t(resource)} (${COLS}) VALUES (?, ?, ?, ?, ?, ?)`).run(rec.uuid, rec.data, rec._created, rec._modified, rec._created_by, rec._modified_by);
+          this.writeStmtsFor(resource).insert.run(rec.uuid, rec.data, rec._created, rec._modified, rec._created_by, rec._modified_by);
         } catch (e) {
           mapWriteError(e, resource, rec.uuid);
         }
@@ -285,14 +303,14 @@ export class SqliteStore implements Store {
       },
       update: async (resource, rec) => {
         try {
-          w.query(`UPDATE ${t(resource)} SET data = ?, _modified = ?, _modified_by = ? WHERE uuid = ?`).run(rec.data, rec._modified, rec._modified_by, rec.uuid);
+          this.writeStmtsFor(resource).update.run(rec.data, rec._modified, rec._modified_by, rec.uuid);
         } catch (e) {
           mapWriteError(e, resource, rec.uuid);
         }
         touched.add(resource);
       },
       delete: async (resource, uuid) => {
-        const n = w.query(`DELETE FROM ${t(resource)} WHERE uuid = ?`).run(uuid).changes;
+        const n = this.writeStmtsFor(resource).delete.run(uuid).changes;
         if (n) touched.add(resource);
         return n > 0;
       },
@@ -306,7 +324,8 @@ export class SqliteStore implements Store {
         return n;
       },
       addHistory: async (e) => {
-        w.query("INSERT INTO _resd_history (resource, uuid, action, at, user, data, _created) VALUES (?, ?, ?, ?, ?, ?, ?)").run(e.resource, e.uuid, e.action, e.at, e.user, e.data, e._created);
+        (this.historyStmt ??= w.prepare("INSERT INTO _resd_history (resource, uuid, action, at, user, data, _created) VALUES (?, ?, ?, ?, ?, ?, ?)"))
+          .run(e.resource, e.uuid, e.action, e.at, e.user, e.data, e._created);
       },
       afterCommit: (fn) => after.push(fn),
       enqueueJob: async (job) => insertJob(w, job),
