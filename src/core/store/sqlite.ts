@@ -22,6 +22,7 @@ const COLS = "uuid, data, _created, _modified, _created_by, _modified_by";
 const BATCH = 512;
 
 type Job = { fn: (tx: StoreTx) => Promise<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void };
+type Settled = { job: Job; ok: boolean; value: unknown; after: (() => void)[] };
 
 /**
  * No memory-mapped I/O: mapped pages count as the process's resident memory, and a long scan would
@@ -226,49 +227,59 @@ export class SqliteStore implements Store {
   private async drain(): Promise<void> {
     this.draining = true;
     try {
-      while (this.queue.length) {
-        const batch = this.queue.splice(0, BATCH);
-        try {
-          await this.begin();
-        } catch (e) {
-          batch.forEach((j) => j.reject(e));
-          continue;
-        }
-        const done: { job: Job; ok: boolean; value: unknown; after: (() => void)[] }[] = [];
-        const touched = new Set<string>();
-        for (const job of batch) {
-          const after: (() => void)[] = [];
-          this.writer.exec("SAVEPOINT job");
-          try {
-            const value = await job.fn(this.txFor(touched, after));
-            this.writer.exec("RELEASE job");
-            done.push({ job, ok: true, value, after });
-          } catch (e) {
-            this.writer.exec("ROLLBACK TO job; RELEASE job");
-            done.push({ job, ok: false, value: e, after: [] });
-          }
-        }
-        try {
-          const now = Date.now();
-          const mark = this.writer.query("INSERT INTO _resd_changes (resource, changed_ms) VALUES (?, ?) ON CONFLICT(resource) DO UPDATE SET changed_ms = max(changed_ms + 1, excluded.changed_ms)");
-          for (const r of touched) mark.run(r, now);
-          this.writer.exec("COMMIT");
-          this.dvAt = -Infinity;
-        } catch (e) {
-          if (this.writer.inTransaction) this.writer.exec("ROLLBACK");
-          done.forEach((d) => d.job.reject(d.ok ? new AppError(500, "INTERNAL_ERROR", `commit failed: ${(e as Error).message}`) : d.value));
-          continue;
-        }
-        for (const d of done) {
-          if (d.ok) d.job.resolve(d.value);
-          else d.job.reject(d.value);
-        }
-        for (const d of done) for (const fn of d.after) queueMicrotask(fn);
-      }
+      while (this.queue.length) await this.runBatch(this.queue.splice(0, BATCH));
     } finally {
       this.draining = false;
     }
   }
+
+  /** One BEGIN…COMMIT for a batch; every job settles, whatever fails. */
+  private async runBatch(batch: Job[]): Promise<void> {
+    try {
+      await this.begin();
+    } catch (e) {
+      batch.forEach((j) => j.reject(e));
+      return;
+    }
+    const done: Settled[] = [];
+    const touched = new Set<string>();
+    try {
+      for (const job of batch) done.push(await this.runJob(job, touched));
+      const now = Date.now();
+      const mark = this.writer.query("INSERT INTO _resd_changes (resource, changed_ms) VALUES (?, ?) ON CONFLICT(resource) DO UPDATE SET changed_ms = max(changed_ms + 1, excluded.changed_ms)");
+      for (const r of touched) mark.run(r, now);
+      this.writer.exec("COMMIT");
+      this.dvAt = -Infinity;
+    } catch (e) {
+      // The commit or the savepoint machinery itself failed (I/O, disk full): nothing of the batch
+      // stays, every request hears of it, and the writer is left outside any transaction.
+      if (this.writer.inTransaction) this.writer.exec("ROLLBACK");
+      const failure = new AppError(500, "INTERNAL_ERROR", `the write failed: ${(e as Error).message}`);
+      done.forEach((d) => d.job.reject(d.ok ? failure : d.value));
+      batch.slice(done.length).forEach((j) => j.reject(failure));
+      return;
+    }
+    for (const d of done) {
+      if (d.ok) d.job.resolve(d.value);
+      else d.job.reject(d.value);
+    }
+    for (const d of done) for (const fn of d.after) queueMicrotask(fn);
+  }
+
+  /** One job inside its own savepoint: its failure rolls back only its own writes. */
+  private async runJob(job: Job, touched: Set<string>): Promise<Settled> {
+    const after: (() => void)[] = [];
+    this.writer.exec("SAVEPOINT job");
+    try {
+      const value = await job.fn(this.txFor(touched, after));
+      this.writer.exec("RELEASE job");
+      return { job, ok: true, value, after };
+    } catch (e) {
+      this.writer.exec("ROLLBACK TO job; RELEASE job");
+      return { job, ok: false, value: e, after: [] };
+    }
+  }
+
 
   private historyStmt: Statement | null = null;
   /** The writer's per-resource statements, prepared once (an import runs them a million times). */

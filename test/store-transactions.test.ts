@@ -1,0 +1,68 @@
+/** The SQLite store's transaction guarantees: group commit, per-request rollback, recovery. */
+import { afterEach, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { SqliteStore } from "../src/core/store/sqlite";
+import { buildDefinition } from "../src/core/definitions/load";
+
+const dirs: string[] = [];
+afterEach(() => { for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true }); });
+
+async function store() {
+  const dir = mkdtempSync(join(tmpdir(), "resd-store-"));
+  dirs.push(dir);
+  const s = new SqliteStore(join(dir, "resd.db"));
+  await s.syncSchema([buildDefinition("items", { fields: { n: { type: "number" } } } as never, null)]);
+  return s;
+}
+const row = (uuid: string, n = 1) => ({ uuid, data: `{"n":${n}}`, _created: 1, _modified: 1, _created_by: null, _modified_by: null });
+
+test("concurrent transactions share a commit, and a failing one rolls back alone", async () => {
+  const s = await store();
+  const results = await Promise.allSettled([
+    s.transaction(async (tx) => tx.insert("items", row("a"))),
+    s.transaction(async (tx) => { await tx.insert("items", row("b")); throw new Error("refused"); }),
+    s.transaction(async (tx) => tx.insert("items", row("c"))),
+  ]);
+  expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+  expect(await s.get("items", "a")).not.toBeNull();
+  expect(await s.get("items", "b")).toBeNull();
+  expect(await s.get("items", "c")).not.toBeNull();
+  await s.close();
+});
+
+test("a failure of the savepoint machinery itself settles every request and leaves the writer usable", async () => {
+  const s = await store();
+  const db = s.writeDb;
+  const exec = db.exec.bind(db);
+  db.exec = ((sql: string) => {
+    if (sql.startsWith("ROLLBACK TO")) throw new Error("disk I/O error");
+    return exec(sql);
+  }) as typeof db.exec;
+  const results = await Promise.allSettled([
+    s.transaction(async (tx) => tx.insert("items", row("x"))),
+    s.transaction(async () => { throw new Error("boom"); }),
+    s.transaction(async (tx) => tx.insert("items", row("y"))),
+  ]);
+  db.exec = exec;
+  expect(results.map((r) => r.status)).toEqual(["rejected", "rejected", "rejected"]);
+  expect(((results[0] as PromiseRejectedResult).reason as { status: number }).status).toBe(500);
+  expect(await s.get("items", "x")).toBeNull(); // the whole batch was rolled back
+  expect(db.inTransaction).toBe(false);
+  await s.transaction(async (tx) => tx.insert("items", row("z")));
+  expect(await s.get("items", "z")).not.toBeNull();
+  await s.close();
+});
+
+test("a uuid that exists is a 409, a duplicate unique value a 422", async () => {
+  const s = await store();
+  await s.syncSchema([buildDefinition("items", { fields: { n: { type: "number" } }, unique: ["n"] } as never, null)]);
+  await s.transaction(async (tx) => tx.insert("items", row("a")));
+  const dup = await s.transaction(async (tx) => tx.insert("items", row("a", 2))).catch((e) => e);
+  expect(dup.status).toBe(409);
+  const uniq = await s.transaction(async (tx) => tx.insert("items", row("b"))).catch((e) => e);
+  expect(uniq.status).toBe(422);
+  expect(uniq.extra.errors.n).toContain("already used");
+  await s.close();
+});
