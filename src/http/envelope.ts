@@ -43,10 +43,23 @@ function head(o: RecordsBody, count: number | null): string {
   return parts.join(",");
 }
 
+/**
+ * The records' JSON by rows array: a cached page (see the store's page cache) shares its array
+ * between answers, so its text is built once. Tied to the definition object, so a changed
+ * definition (hidden fields) never reuses text built under the old one.
+ */
+const itemsText = new WeakMap<StoredRecord[], { def: ResourceDef; text: string }>();
+function items(def: ResourceDef, rows: StoredRecord[]): string {
+  const hit = itemsText.get(rows);
+  if (hit && hit.def === def) return hit.text;
+  const text = rows.map((r) => `${quote(r.uuid)}:${publicRecordJson(def, r)}`).join(",");
+  itemsText.set(rows, { def, text });
+  return text;
+}
+
 /** Records keyed by resource name then uuid, all in memory (reads, pages, write answers). */
 export function records(def: ResourceDef, rows: StoredRecord[], o: RecordsBody, t0: number, key = def.name): Response {
-  const items = rows.map((r) => `${quote(r.uuid)}:${publicRecordJson(def, r)}`).join(",");
-  const body = `{${head(o, rows.length)},${JSON.stringify(key)}:{${items}},${tail(t0)}}`;
+  const body = `{${head(o, rows.length)},${JSON.stringify(key)}:{${items(def, rows)}},${tail(t0)}}`;
   return new Response(body, { status: o.status, headers: { "content-type": JSON_TYPE, ...o.headers } });
 }
 

@@ -20,6 +20,9 @@ import type { CompiledQuery, HistoryEntry, SchemaChange, SqlValue, Store, StoreT
 
 const COLS = "uuid, data, _created, _modified, _created_by, _modified_by";
 const BATCH = 512;
+/** Page cache bounds: entries, and rows per entry (larger pages are not kept). */
+const PAGE_CACHE_ENTRIES = 1000;
+const PAGE_CACHE_ROWS = 200;
 
 type Job = { fn: (tx: StoreTx) => Promise<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void };
 type Settled = { job: Job; ok: boolean; value: unknown; after: (() => void)[] };
@@ -49,6 +52,7 @@ export class SqliteStore implements Store {
   private queue: Job[] = [];
   private draining = false;
   private countCache = new Map<string, { n: number; version: number }>();
+  private pageCache = new Map<string, { rows: StoredRecord[]; version: number }>();
   private changeCache = new Map<string, { ms: number; version: number }>();
   private readonly versionStmt: Statement;
 
@@ -103,9 +107,20 @@ export class SqliteStore implements Store {
     return [`SELECT ${COLS} FROM ${this.dialect.table(resource)} ${q.where} ${q.orderBy}${paging}`, args];
   }
 
+  /**
+   * Pages are cached like totals, until anything commits: a popular page (a site's front list) is
+   * then one lookup. Rows are shared between answers, so callers never change them.
+   */
   async page(resource: string, q: CompiledQuery): Promise<StoredRecord[]> {
     const [sql, args] = this.selectSql(resource, q);
-    return this.reader.query(sql).all(...(args as never[])) as StoredRecord[];
+    const key = `${sql}\0${JSON.stringify(args)}`;
+    const version = this.version();
+    const hit = this.pageCache.get(key);
+    if (hit && hit.version === version) return hit.rows;
+    const rows = this.reader.query(sql).all(...(args as never[])) as StoredRecord[];
+    if (this.pageCache.size >= PAGE_CACHE_ENTRIES) this.pageCache.clear();
+    if (rows.length <= PAGE_CACHE_ROWS) this.pageCache.set(key, { rows, version });
+    return rows;
   }
 
   async *stream(resource: string, q: CompiledQuery): AsyncIterable<StoredRecord> {
