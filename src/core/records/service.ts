@@ -176,7 +176,20 @@ export async function deleteRecord(site: Site, p: Principal, resource: string, u
 export async function deleteAllRecords(site: Site, p: Principal, resource: string): Promise<number> {
   const def = site.resource(resource);
   authorize(p, resource, "delete_all");
-  return site.store.transaction((tx) => tx.deleteAll(resource, def.history ? { user: p.uuid, at: Date.now() } : null));
+  if (!def.raw.events?.delete?.length) {
+    return site.store.transaction((tx) => tx.deleteAll(resource, def.history ? { user: p.uuid, at: Date.now() } : null));
+  }
+  // Declared delete events and jobs are delivered for every record, as for single deletes. The
+  // listing reads the last commit, which is the whole table: this transaction holds the write lock.
+  return site.store.transaction(async (tx) => {
+    let n = 0;
+    for await (const row of site.store.stream(resource, { where: "", args: [], orderBy: "ORDER BY id", limit: null, offset: 0 })) {
+      await tx.delete(resource, row.uuid);
+      await afterWrite(site, tx, def, event(def, "delete", row, row, p.uuid), row, "delete");
+      n++;
+    }
+    return n;
+  });
 }
 
 export type HistoryView = { id: number; action: string; at: number; user: string | null; record: Record<string, unknown> };
