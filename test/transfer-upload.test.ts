@@ -28,6 +28,13 @@ test("an HTTP import is streamed to a spool within RESD_MAX_UPLOAD and the spool
   expect(none.status).toBe(400);
 });
 
+test("a JSON body larger than RESD_MAX_UPLOAD is refused with 413", async () => {
+  const big = await s.apiJson("POST", "/api/v1/notes", { title: "x".repeat(5000) });
+  expect(big.status).toBe(413);
+  expect(big.body!.message).toBe("UPLOAD_TOO_LARGE");
+  expect((await s.apiJson("POST", "/api/v1/notes", { title: "small" })).status).toBe(201);
+});
+
 test("temporary files left by a crash are removed at start; recent ones (a running CLI import) stay", () => {
   const dir = s.dir;
   mkdirSync(join(dir, "data/files/.tmp"), { recursive: true });

@@ -7,6 +7,7 @@ import type { Site } from "../core/site";
 import { badRequest } from "../core/errors";
 import { authenticate } from "./auth";
 import { errorResponse } from "./errors";
+import { limitedBody } from "./upload-body";
 
 export type Ctx = {
   site: Site;
@@ -15,6 +16,8 @@ export type Ctx = {
   requestId: string;
   /** The caller, resolved on first use. */
   principal(): Promise<Principal>;
+  /** The JSON body, within RESD_MAX_UPLOAD. */
+  json(): Promise<unknown>;
   url(): URL;
 };
 
@@ -38,6 +41,7 @@ export function makeCtx(site: Site, request: Request): Ctx {
         return principal;
       })),
     url: () => (u ??= new URL(request.url)),
+    json: () => readJson(request, site.config.maxUpload),
   };
 }
 
@@ -54,9 +58,14 @@ export async function handle(site: Site, request: Request, fn: (c: Ctx) => Promi
   }
 }
 
-/** Reads a JSON body; an empty body is an empty object, anything unparsable is 400. */
-export async function readJson(request: Request): Promise<unknown> {
-  const text = await request.text();
+/**
+ * Reads a JSON body within `max` bytes (413 past it, decided while reading); an empty body is an
+ * empty object, anything unparsable is 400.
+ */
+export async function readJson(request: Request, max = Number.MAX_SAFE_INTEGER): Promise<unknown> {
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of limitedBody(request, max, max)) chunks.push(chunk);
+  const text = Buffer.concat(chunks).toString("utf8");
   if (text.trim() === "") return {};
   try {
     return JSON.parse(text);

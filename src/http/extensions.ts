@@ -10,7 +10,7 @@ import { AppError, unauthorized } from "../core/errors";
 import { requirePermission } from "../core/access/permissions";
 import { isReply, type RouteRequest } from "../core/extensions/api";
 import { registryOf, type RouteEntry } from "../core/extensions/registry";
-import { handle, readJson, type Ctx } from "./context";
+import { handle, type Ctx } from "./context";
 import { json } from "./envelope";
 
 /** Keys of the envelope itself: an extension's answer cannot overwrite them. */
@@ -37,7 +37,7 @@ async function run(c: Ctx, r: RouteEntry, params: Record<string, string>): Promi
     query: c.url().searchParams,
     headers: c.request.headers,
     principal,
-    body: () => (body ??= readJson(c.request)),
+    body: () => (body ??= c.json()),
     request: c.request,
   };
   const result = await r.handler(req);

@@ -10,7 +10,7 @@ import { checkUpload, commitUpload, stageUpload, type Staged } from "../core/fil
 import { FRAMING_ALLOWANCE, limitedBody } from "./upload-body";
 import type { Site } from "../core/site";
 import { lastModifiedHeader, notModified, notModifiedResponse } from "./conditional";
-import { handle, readJson, type Ctx } from "./context";
+import { handle, type Ctx } from "./context";
 import { records, streamedRecords } from "./envelope";
 
 const KEY = "files";
@@ -92,7 +92,7 @@ async function single(c: Ctx, uuid: string): Promise<Response> {
     }
     case "PUT":
     case "PATCH": {
-      const row = await updateFile(c.site, p, uuid, await readJson(c.request));
+      const row = await updateFile(c.site, p, uuid, await c.json());
       return records(def, [row], { status: 200, message: "RESOURCE_UPDATED" }, c.t0, KEY);
     }
     case "DELETE": {

@@ -6,7 +6,7 @@ import {
 } from "../core/records/service";
 import type { Site } from "../core/site";
 import { lastModifiedHeader, notModified, notModifiedResponse } from "./conditional";
-import { handle, readJson, type Ctx } from "./context";
+import { handle, type Ctx } from "./context";
 import { json, records, streamedRecords } from "./envelope";
 
 const methodNotAllowed = (allowed: string) =>
@@ -28,12 +28,12 @@ async function collection(c: Ctx, resource: string): Promise<Response> {
       return Array.isArray(r.rows) ? records(r.def, r.rows, o, c.t0) : streamedRecords(r.def, r.rows, o, c.t0);
     }
     case "POST": {
-      const { def, row } = await createRecord(c.site, p, resource, await readJson(c.request));
+      const { def, row } = await createRecord(c.site, p, resource, await c.json());
       return records(def, [row], { status: 201, message: "RESOURCE_CREATED" }, c.t0);
     }
     case "PUT":
     case "PATCH": {
-      const { def, rows } = await bulkUpdate(c.site, p, resource, await readJson(c.request));
+      const { def, rows } = await bulkUpdate(c.site, p, resource, await c.json());
       return records(def, rows, { status: 200, message: "RESOURCE_UPDATED" }, c.t0);
     }
     case "DELETE": {
@@ -57,12 +57,12 @@ async function single(c: Ctx, resource: string, uuid: string): Promise<Response>
       return records(def, [row], { status: 200, headers: { "last-modified": lm } }, c.t0);
     }
     case "POST": {
-      const { def, row } = await createRecord(c.site, p, resource, await readJson(c.request), uuid);
+      const { def, row } = await createRecord(c.site, p, resource, await c.json(), uuid);
       return records(def, [row], { status: 201, message: "RESOURCE_CREATED" }, c.t0);
     }
     case "PUT":
     case "PATCH": {
-      const { def, row, created } = await updateRecord(c.site, p, resource, uuid, await readJson(c.request));
+      const { def, row, created } = await updateRecord(c.site, p, resource, uuid, await c.json());
       return records(def, [row], created ? { status: 201, message: "RESOURCE_CREATED" } : { status: 200, message: "RESOURCE_UPDATED" }, c.t0);
     }
     case "DELETE": {
@@ -82,7 +82,7 @@ async function history(c: Ctx, resource: string, uuid: string): Promise<Response
 
 async function restore(c: Ctx, resource: string, uuid: string): Promise<Response> {
   if (c.request.method !== "POST") throw methodNotAllowed("POST");
-  const body = (await readJson(c.request)) as { entry?: unknown };
+  const body = (await c.json()) as { entry?: unknown };
   const entry = body && typeof body === "object" && body.entry !== undefined ? Number(body.entry) : undefined;
   if (entry !== undefined && !Number.isInteger(entry)) throw new AppError(400, "INVALID_DATA", "entry must be a history entry id");
   const { def, row } = await restoreRecord(c.site, await c.principal(), resource, uuid, entry);

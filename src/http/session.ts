@@ -11,7 +11,7 @@ import { publicRecord } from "../core/records/output";
 import { AppError, unauthorized } from "../core/errors";
 import type { Site } from "../core/site";
 import { cookieValue, crossOriginRefused, isHttps, sameOrigin } from "./auth";
-import { handle, readJson, type Ctx } from "./context";
+import { handle, type Ctx } from "./context";
 import { json } from "./envelope";
 
 function cookie(request: Request, value: string, maxAge: number): string {
@@ -33,7 +33,7 @@ async function session(c: Ctx): Promise<Response> {
     case "POST": {
       // Also stops login CSRF: a foreign page cannot sign a visitor in to the attacker's account.
       if (!sameOrigin(c.request)) throw crossOriginRefused();
-      const user = await login(c.site, credentialsFrom(await readJson(c.request)), { needApi: false });
+      const user = await login(c.site, credentialsFrom(await c.json()), { needApi: false });
       if (raw) await endSession(c.site, raw);
       const s = await startSession(c.site, user);
       headers["set-cookie"] = cookie(c.request, s.id, c.site.config.sessionTtl);

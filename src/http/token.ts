@@ -8,7 +8,7 @@ import { issueToken, verifyToken } from "../core/access/tokens";
 import { issueFormKey } from "../core/access/forms";
 import { AppError, unauthorized } from "../core/errors";
 import type { Site } from "../core/site";
-import { handle, readJson, type Ctx } from "./context";
+import { handle, type Ctx } from "./context";
 import { json } from "./envelope";
 
 const NO_STORE = { "cache-control": "no-store" };
@@ -16,7 +16,7 @@ const methodNotAllowed = (allowed: string) => new AppError(405, "METHOD_NOT_ALLO
 
 async function token(c: Ctx): Promise<Response> {
   if (c.request.method === "POST") {
-    const user = await login(c.site, credentialsFrom(await readJson(c.request)), { needApi: true });
+    const user = await login(c.site, credentialsFrom(await c.json()), { needApi: true });
     return json(200, { ...(await issueToken(c.site, user)) }, c.t0, NO_STORE);
   }
   if (c.request.method === "GET") {
