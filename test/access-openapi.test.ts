@@ -51,7 +51,7 @@ describe("GET /api/v1/openapi.json", () => {
     const broken = structuredClone(doc) as Doc;
     (broken.paths["/api/v1/books"].get as Record<string, unknown>).responses = "none";
     await expect(SwaggerParser.validate(broken as never)).rejects.toThrow();
-    for (const p of ["/api/v1/books", "/api/v1/books/{uuid}", "/api/v1/books/export", "/api/v1/books/import", "/api/v1/private", "/api/v1/users", "/api/v1/roles", "/api/v1/auth/token", "/api/v1/.files", "/api/v1/.files/{uuid}"]) {
+    for (const p of ["/api/v1/books", "/api/v1/books/{uuid}", "/api/v1/books/export", "/api/v1/books/import", "/api/v1/private", "/api/v1/users", "/api/v1/roles", "/api/v1/auth/token", "/api/v1/.files", "/api/v1/.files/{uuid}", "/api/v1/books/{uuid}/history", "/api/v1/books/{uuid}/restore", "/api/v1/books/import-document", "/img/{uuid}/{spec}", "/download/{uuid}"]) {
       expect(doc.paths).toHaveProperty([p]);
     }
     expect(Object.keys(doc.paths["/api/v1/books"]).sort()).toEqual(["delete", "get", "post", "put"]);
@@ -78,7 +78,7 @@ describe("GET /api/v1/openapi.json", () => {
     expect(r.status).toBe(200);
     const doc = r.body as unknown as Doc;
     await SwaggerParser.validate(structuredClone(doc) as never);
-    expect(Object.keys(doc.paths).sort()).toEqual(["/api/v1/.files", "/api/v1/.files/{uuid}", "/api/v1/auth/token", "/api/v1/books", "/api/v1/books/{uuid}", "/api/v1/users/{uuid}"]);
+    expect(Object.keys(doc.paths).sort()).toEqual(["/api/v1/.files", "/api/v1/.files/{uuid}", "/api/v1/auth/token", "/api/v1/books", "/api/v1/books/{uuid}", "/api/v1/books/{uuid}/history", "/api/v1/users/{uuid}", "/download/{uuid}", "/img/{uuid}/{spec}"]);
     expect(Object.keys(doc.paths["/api/v1/books"])).toEqual(["get"]);
     expect(Object.keys(doc.paths["/api/v1/books/{uuid}"]).sort()).toEqual(["get", "parameters"]);
     // Its own user record, with only the self_edit fields.

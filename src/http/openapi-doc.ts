@@ -154,6 +154,24 @@ function resourcePaths(p: Principal, def: ResourceDef, paths: Record<string, Pat
       responses: { "200": { description: "file download", content: { "application/json": {}, "text/csv": {}, "text/tab-separated-values": {} } }, ...errorRefs(400, 401, 403) },
     } };
   }
+  if (may("view")) {
+    paths[`/api/v1/${r}/{uuid}/history`] = { parameters: [uuidParam], get: {
+      tags, summary: `History of one of ${r}, oldest first`, operationId: `history_${r}`,
+      responses: { "200": { description: "entries {id, action, at, user, record}", content: { "application/json": { schema: { allOf: [ref("Envelope"), { type: "object", properties: { history: { type: "array", items: ref("HistoryEntry") } } }] } } } }, ...errorRefs(401, 403, 404) },
+    } };
+  }
+  if (may("edit") && may("create")) {
+    paths[`/api/v1/${r}/{uuid}/restore`] = { parameters: [uuidParam], post: {
+      tags, summary: `Restore a deleted record of ${r}, or roll one back to a history entry`, operationId: `restore_${r}`,
+      requestBody: { required: false, content: { "application/json": { schema: { type: "object", properties: { entry: { type: "integer", description: "history entry id; without it, the state before the deletion" } } } } } },
+      responses: { "200": recordsResponse(r, rec, "RESOURCE_UPDATED"), ...errorRefs(400, 401, 403, 404, 409) },
+    } };
+    paths[`/api/v1/${r}/import-document`] = { post: {
+      tags, summary: `Propose field values for a new record of ${r} from a .docx (creates nothing)`, operationId: `import_document_${r}`,
+      requestBody: { required: true, content: { "multipart/form-data": { schema: { type: "object", properties: { file: { type: "string", format: "binary" } }, required: ["file"] } } } },
+      responses: { "200": { description: "proposal, rejected, missing, document, model", content: { "application/json": { schema: ref("Envelope") } } }, ...errorRefs(400, 401, 403, 413) },
+    } };
+  }
   if (may("import")) {
     paths[`/api/v1/${r}/import`] = { post: {
       tags, summary: `Import into ${r}`, operationId: `import_${r}`,
@@ -163,7 +181,7 @@ function resourcePaths(p: Principal, def: ResourceDef, paths: Record<string, Pat
   }
 }
 
-function filePaths(p: Principal, paths: Record<string, PathItem>) {
+function filePaths(p: Principal, paths: Record<string, PathItem>, publicMedia: boolean) {
   const may = (a: Action) => can(p, ".files", a);
   const tags = ["files"];
   const resp = (d: string) => ({ description: d, content: { "application/json": { schema: { allOf: [ref("Envelope"), { type: "object", properties: { files: { type: "object", additionalProperties: ref("FileMeta") } } }] } } } });
@@ -184,6 +202,19 @@ function filePaths(p: Principal, paths: Record<string, PathItem>) {
   if (may("delete")) one.delete = { tags, summary: "Delete a file, its metadata and resized copies", operationId: "delete_file", responses: { "200": resp("RESOURCE_DELETED"), ...errorRefs(401, 403, 404) } };
   if (Object.keys(coll).length) paths["/api/v1/.files"] = coll;
   if (Object.keys(one).length > 1) paths["/api/v1/.files/{uuid}"] = one;
+  if (publicMedia || may("view")) {
+    const security = publicMedia ? [] : undefined;
+    paths["/img/{uuid}/{spec}"] = { get: {
+      tags, summary: "An image resized, as WebP (never enlarged)", operationId: "image", security,
+      parameters: [uuidParam, { name: "spec", in: "path", required: true, schema: { type: "string", pattern: "^[1-9][0-9]*(x[1-9][0-9]*[fc]|[wh])$" }, description: "`{W}x{H}f` fit, `{W}x{H}c` crop, `{W}w` width, `{H}h` height" }],
+      responses: { "200": { description: "the image", content: { "image/webp": {} } }, "304": { description: "not modified" }, ...errorRefs(400, 404), "415": { description: "not an image, or too large to decode" } },
+    } };
+    paths["/download/{uuid}"] = { get: {
+      tags, summary: "The file as uploaded (ranges supported)", operationId: "download", security,
+      parameters: [uuidParam],
+      responses: { "200": { description: "the file" }, "206": { description: "a byte range" }, "304": { description: "not modified" }, ...errorRefs(404) },
+    } };
+  }
 }
 
 const TOKEN_RESPONSE = { description: "a bearer token", content: { "application/json": { schema: { allOf: [ref("Envelope"), ref("Token")] } } } };
@@ -219,6 +250,7 @@ export function buildOpenApi(site: Site, p: Principal, serverUrl: string): Recor
     Error: { type: "object", properties: { ...envelopeProps, needs: { type: "string" }, details: { type: "string" }, errors: { type: "object", additionalProperties: { type: "string" } } }, required: ["code", "success", "status", "message"] },
     Token: { type: "object", properties: { token: { type: "string" }, token_created: { type: "integer" }, token_expires: { type: "integer" } }, required: ["token", "token_created", "token_expires"] },
     ImportStats: { type: "object", properties: Object.fromEntries(["imported", "errors", "created", "updated", "total"].map((k) => [k, { type: "integer" }])) },
+    HistoryEntry: { type: "object", properties: { id: { type: "integer" }, action: { type: "string", enum: ["create", "update", "delete", "restore"] }, at: { type: "integer", description: "milliseconds since the epoch" }, user: { type: "string", nullable: true }, record: { type: "object" } } },
     FileMeta: { type: "object", properties: { uuid: { type: "string" }, name: { type: "string" }, title: { type: "string" }, type: { type: "string" }, size: { type: "integer" }, width: { type: "integer" }, height: { type: "integer" }, orientation: { type: "string" } } },
   };
   const tags: { name: string; description?: string }[] = [{ name: "auth", description: "bearer tokens" }];
@@ -232,7 +264,7 @@ export function buildOpenApi(site: Site, p: Principal, serverUrl: string): Recor
     tags.push({ name: def.name, description: def.raw.name?.plural });
   }
   const before = Object.keys(paths).length;
-  filePaths(p, paths);
+  filePaths(p, paths, site.config.publicMedia);
   if (Object.keys(paths).length > before) tags.push({ name: "files", description: "media library" });
   return {
     openapi: "3.0.3",
