@@ -166,6 +166,8 @@ function resourcePaths(p: Principal, def: ResourceDef, paths: Record<string, Pat
       requestBody: { required: false, content: { "application/json": { schema: { type: "object", properties: { entry: { type: "integer", description: "history entry id; without it, the state before the deletion" } } } } } },
       responses: { "200": recordsResponse(r, rec, "RESOURCE_UPDATED"), ...errorRefs(400, 401, 403, 404, 409) },
     } };
+  }
+  if (may("create")) {
     paths[`/api/v1/${r}/import-document`] = { post: {
       tags, summary: `Propose field values for a new record of ${r} from a .docx (creates nothing)`, operationId: `import_document_${r}`,
       requestBody: { required: true, content: { "multipart/form-data": { schema: { type: "object", properties: { file: { type: "string", format: "binary" } }, required: ["file"] } } } },
