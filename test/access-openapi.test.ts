@@ -99,7 +99,8 @@ describe("Swagger UI", () => {
     const page = await fetch(`${s.base}/swagger`);
     expect(page.status).toBe(200);
     const html = await page.text();
-    expect(html).toContain('url: "/api/v1/openapi.json"');
+    expect(html).toContain('fetch("/api/v1/openapi.json"');
+    expect(html).toContain('fetch("/api/v1/session"'); // the sign-in form for visitors without a session
     const srcs = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
     expect(srcs.length).toBe(2);
     for (const src of srcs) {

@@ -15,6 +15,8 @@ import type { Site } from "../core/site";
 import { handle } from "./context";
 import { buildOpenApi } from "./openapi-doc";
 
+// The document follows the caller's permissions, so the page first asks for it; when the visitor is
+// not signed in (401) it shows a sign-in form (POST /api/v1/session, same origin) and then loads.
 const page = `<!doctype html>
 <html lang="en">
 <head>
@@ -22,14 +24,40 @@ const page = `<!doctype html>
   <meta name="viewport" content="width=device-width, initial-scale=1">
   <title>resd API</title>
   <link rel="stylesheet" href="/swagger/swagger-ui.css">
+  <style>
+    #signin { max-width: 22rem; margin: 4rem auto; font-family: sans-serif; display: grid; gap: .6rem; }
+    #signin[hidden] { display: none; }
+    #signin input, #signin button { font-size: 1rem; padding: .5rem; }
+    #signin output { color: #b00020; min-height: 1.2em; }
+  </style>
 </head>
 <body>
+  <form id="signin" hidden>
+    <h1>resd API</h1>
+    <p>Sign in to see the operations you may use.</p>
+    <input name="email" type="email" placeholder="E-mail" autocomplete="username" required>
+    <input name="password" type="password" placeholder="Password" autocomplete="current-password" required>
+    <button>Sign in</button>
+    <output></output>
+  </form>
   <div id="swagger-ui"></div>
   <script src="/swagger/swagger-ui-bundle.js"></script>
   <script>
-    // The document follows the caller's permissions: sign in first (POST /api/v1/session) so the
-    // session cookie goes with this request, or use "Authorize" with a bearer token and reload.
-    window.ui = SwaggerUIBundle({ url: "/api/v1/openapi.json", dom_id: "#swagger-ui", persistAuthorization: true });
+    const form = document.getElementById("signin");
+    async function load() {
+      const res = await fetch("/api/v1/openapi.json", { credentials: "same-origin" });
+      if (res.status === 401) { form.hidden = false; return; }
+      window.ui = SwaggerUIBundle({ spec: await res.json(), dom_id: "#swagger-ui" });
+    }
+    form.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const body = JSON.stringify(Object.fromEntries(new FormData(form)));
+      const res = await fetch("/api/v1/session", { method: "POST", headers: { "content-type": "application/json" }, body, credentials: "same-origin" });
+      if (!res.ok) { form.querySelector("output").textContent = (await res.json()).details || "sign-in failed"; return; }
+      form.hidden = true;
+      load();
+    });
+    load();
   </script>
 </body>
 </html>`;
