@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { addUser, listUsers, removeUser, setApiAccess, setPassword } from "../src/core/access/accounts";
 import { action, withSite } from "./common";
+import { badRequest } from "../src/core/errors";
 
 type Opts = { dir?: string; json?: boolean };
 const print = (opts: Opts, data: unknown, text: string) => console.log(opts.json ? JSON.stringify(data) : text);
@@ -43,7 +44,7 @@ export function registerUser(program: Command) {
     .option("--dir <dir>", "site directory")
     .option("--json", "print JSON")
     .action(action(async (email: string, o: Opts & { on?: boolean; off?: boolean }) => {
-      if (!!o.on === !!o.off) throw new Error("give exactly one of --on or --off");
+      if (!!o.on === !!o.off) throw badRequest("give exactly one of --on or --off");
       await withSite(o, (site) => setApiAccess(site, email, !!o.on));
       print(o, { ok: true, email, api: !!o.on }, `API access ${o.on ? "on" : "off"} for ${email}`);
     }));

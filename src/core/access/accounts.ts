@@ -62,5 +62,6 @@ export async function removeUser(site: Site, email: string) {
 export async function tokenForEmail(site: Site, email: string): Promise<IssuedToken> {
   const user = await findUserByEmail(site, email);
   if (!user) throw notFound(`no user with e-mail ${email}`);
+  if (user.api !== true) throw new AppError(403, "ACCESS_DENIED", `${email} has no API access (switch it on with: resd user api ${email} --on)`);
   return issueToken(site, user);
 }
