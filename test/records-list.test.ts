@@ -104,6 +104,15 @@ describe("list", () => {
     expect(pct.body!.count).toBe(0);
   });
 
+  test("search looks at the values of translated fields, not at their language keys", async () => {
+    await s.apiJson("POST", "/api/v1/pages/p-garden", { title: { en: "Garden", de: "Garten" } });
+    await s.apiJson("POST", "/api/v1/pages/p-house", { title: { en: "House", de: "Haus" } });
+    const en = await s.apiJson("GET", "/api/v1/pages?search=en");
+    expect(Object.keys(en.body!.pages)).toEqual(["p-garden"]); // "Garden"/"Garten", not the key "en"
+    const haus = await s.apiJson("GET", "/api/v1/pages?search=HAUS");
+    expect(Object.keys(haus.body!.pages)).toEqual(["p-house"]);
+  });
+
   test("sort or filter on a hidden, encrypted or unknown field is 400", async () => {
     for (const q of ["sort=secret|asc", "filter=secret:x", "filter=pin:1", "sort=nosuch|asc", "filter=nosuch:1", "filter=password:x"]) {
       const r = await list(q);

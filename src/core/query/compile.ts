@@ -69,7 +69,8 @@ function compileSearch(d: Dialect, def: ResourceDef, text: string, args: SqlValu
   const targets = visible.includes("title") ? ["title"] : visible;
   if (targets.length === 0) return "0";
   for (const _ of targets) args.push(likeEscape(text));
-  return `(${targets.map((n) => d.contains(d.field(n))).join(" OR ")})`;
+  // Translations and lists are searched by their values, never by their JSON text (keys, quotes).
+  return `(${targets.map((n) => (isCompound(def.fields[n]) ? d.jsonContains(n) : d.contains(d.field(n)))).join(" OR ")})`;
 }
 
 export function compileList(d: Dialect, def: ResourceDef, q: ListQuery): CompiledQuery {

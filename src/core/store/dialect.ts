@@ -10,6 +10,7 @@ export const sqliteDialect: Dialect = {
   numeric: (expr) => `CAST(${expr} AS REAL)`,
   text: (expr) => `${expr} COLLATE NOCASE`,
   jsonHas: (field) => `EXISTS (SELECT 1 FROM json_each(data, ${jsonPath(field)}) WHERE json_each.value = ?)`,
+  jsonContains: (field) => `EXISTS (SELECT 1 FROM json_each(data, ${jsonPath(field)}) WHERE json_each.value LIKE ? ESCAPE '\\')`,
 };
 
 export { quoteIdent };

@@ -142,4 +142,6 @@ export interface Dialect {
   text(expr: string): string;
   /** True when the JSON array or object at `expr`'s path holds a value equal to the bound one. */
   jsonHas(path: string): string;
+  /** True when a value of the JSON array or object of the field contains the bound LIKE pattern. */
+  jsonContains(field: string): string;
 }
