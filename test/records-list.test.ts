@@ -113,6 +113,15 @@ describe("list", () => {
     expect(Object.keys(haus.body!.pages)).toEqual(["p-house"]);
   });
 
+  test("a translated field sorts by the first language", async () => {
+    // Stored with "de" first: ordered by the JSON text it would come first; by English, last.
+    await s.apiJson("POST", "/api/v1/pages/p-zucchini", { title: { de: "Apfel", en: "Zucchini" } });
+    const asc = await s.apiJson("GET", "/api/v1/pages?sort=title|text|asc");
+    expect(Object.values(asc.body!.pages).map((p: any) => p.title.en)).toEqual(["Garden", "House", "Zucchini"]);
+    const desc = await s.apiJson("GET", "/api/v1/pages?sort=title|desc");
+    expect(Object.values(desc.body!.pages).map((p: any) => p.title.en)).toEqual(["Zucchini", "House", "Garden"]);
+  });
+
   test("sort or filter on a hidden, encrypted or unknown field is 400", async () => {
     for (const q of ["sort=secret|asc", "filter=secret:x", "filter=pin:1", "sort=nosuch|asc", "filter=nosuch:1", "filter=password:x"]) {
       const r = await list(q);

@@ -56,7 +56,9 @@ function compileCondition(d: Dialect, def: ResourceDef, c: FilterCond, args: Sql
 
 function compileSort(d: Dialect, def: ResourceDef, s: SortEntry): string {
   const f = resolveField(def, s.field, "sort");
-  let expr = column(d, s.field, f);
+  // A translated field sorts by the resource's first language.
+  const lang = f?.i18n ? def.raw.languages?.[0] : undefined;
+  let expr = lang ? d.fieldKey(s.field, lang) : column(d, s.field, f);
   if (s.flag === "numeric" && f && f.type !== "number") expr = d.numeric(expr);
   if (s.flag === "text") expr = d.text(expr);
   return `${expr} ${s.desc ? "DESC" : "ASC"}`;

@@ -6,6 +6,7 @@ const jsonPath = (field: string) => `'$.${quoteIdent(field).replace(/'/g, "''")}
 export const sqliteDialect: Dialect = {
   table: (resource) => quoteIdent(`r:${resource}`),
   field: (name) => `json_extract(data, ${jsonPath(name)})`,
+  fieldKey: (name, key) => `json_extract(data, '$.${quoteIdent(name).replace(/'/g, "''")}.${quoteIdent(key).replace(/'/g, "''")}')`,
   contains: (expr) => `${expr} LIKE ? ESCAPE '\\'`,
   numeric: (expr) => `CAST(${expr} AS REAL)`,
   text: (expr) => `${expr} COLLATE NOCASE`,

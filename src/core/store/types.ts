@@ -134,6 +134,8 @@ export interface Dialect {
   table(resource: string): string;
   /** The expression reading one field of the JSON record; indexes are built on exactly this. */
   field(name: string): string;
+  /** One key inside an object field (a language of a translated field). */
+  fieldKey(name: string, key: string): string;
   /** Case-insensitive "contains" (the caller escapes % and _ with backslash). */
   contains(expr: string): string;
   /** Numeric view of an expression (for the `numeric` sort flag on non-number fields). */
