@@ -18,13 +18,16 @@ function uploadFiles(dir: string): Record<string, Uint8Array> {
   const files: Record<string, Uint8Array> = {
     "data/files/3f/3f2a9c0d1e4b5a6978877665544332211": crypto.getRandomValues(new Uint8Array(65536)).map((_, i) => i % 251),
     "data/files/9a/9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d": new Uint8Array(3 * 1024 * 1024 + 17).map((_, i) => (i * 7919) % 256),
-    [`data/files/cache/${"w".repeat(90)}/sm-90/photo.webp`]: new TextEncoder().encode("RIFF....WEBP"),
+    [`data/files/${"w".repeat(90)}/deep/photo.bin`]: new TextEncoder().encode("RIFF....WEBP"),
     "data/files/empty": new Uint8Array(0),
   };
   for (const [rel, bytes] of Object.entries(files)) {
     mkdirSync(join(dir, rel, ".."), { recursive: true });
     writeFileSync(join(dir, rel), bytes);
   }
+  // Resized copies are made again on demand: they stay out of backups.
+  mkdirSync(join(dir, "data/files/cache/3f2a9c0d1e4b5a6978877665544332211"), { recursive: true });
+  writeFileSync(join(dir, "data/files/cache/3f2a9c0d1e4b5a6978877665544332211/800w.webp"), "RIFF....WEBP");
   return files;
 }
 
@@ -93,6 +96,7 @@ describe("backup under write load, restore elsewhere", () => {
       expect(Bun.hash(copy)).toBe(Bun.hash(bytes));
     }
     expect(readdirSync(join(target, "resources"))).toEqual(["notes.json"]);
+    expect(await Bun.file(join(target, "data/files/cache/3f2a9c0d1e4b5a6978877665544332211/800w.webp")).exists()).toBe(false);
     // Secrets stay out unless asked for: the restored site signs with a key of its own.
     const original = /RESD_TOKEN_SECRET=(\S+)/.exec(await Bun.file(join(s.dir, ".env")).text())![1];
     expect(await Bun.file(join(target, ".env")).text()).not.toContain(original); // generated anew on first open

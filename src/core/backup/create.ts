@@ -5,7 +5,7 @@
  *   data/resd.db        the database as of the snapshot (VACUUM INTO; the server keeps writing)
  *   .env                only with `secrets: true` (token signing key, AI key)
  *   resources/…  ext/…  definitions and extension files
- *   data/files/…        uploaded file content and image cache
+ *   data/files/…        uploaded file content (not the resized-image cache: it is made again)
  *
  * The database is copied first and the file store after it: every file a backed-up record refers to
  * was stored before that record committed, so it is in the archive too.
@@ -65,6 +65,8 @@ export async function writeBackup(
       if (opts.secrets && existsSync(join(dir, ".env"))) yield fileEntry(join(dir, ".env"), ".env", 0o600);
       for (const top of ["resources", "ext", "data/files"]) {
         for (const rel of walk(join(dir, top))) {
+          // Resized images are made again on demand, and .tmp holds writes in progress.
+          if (top === "data/files" && /^(cache|\.tmp)\//.test(rel)) continue;
           stats.files++;
           yield fileEntry(join(dir, top, rel), `${top}/${rel}`);
         }
