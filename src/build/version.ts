@@ -21,5 +21,3 @@ declare const RESD_COMMIT: string | undefined;
 
 export const version: string = typeof RESD_VERSION === "string" ? RESD_VERSION : pkg.version;
 export const commit: string = typeof RESD_COMMIT === "string" ? RESD_COMMIT : "dev";
-/** True inside a `bun build --compile` executable. */
-export const isCompiled: boolean = Bun.isStandaloneExecutable;

@@ -37,8 +37,6 @@ export class AppError extends Error {
 
 export const badRequest = (details: string) => new AppError(400, "INVALID_DATA", details);
 export const notFound = (details = "not found") => new AppError(404, "RESOURCE_NOT_FOUND", details);
-export const invalidData = (errors: FieldErrors) =>
-  new AppError(422, "INVALID_DATA", "one or more fields are invalid", { errors });
 export const conflict = (details: string) => new AppError(409, "RESOURCE_EXISTS", details);
 export const denied = (needs: string[], details = "permission required") =>
   new AppError(403, "ACCESS_DENIED", details, { needs });

@@ -10,6 +10,3 @@ export function escapeShortcodes<T>(value: T): T {
   }
   return value;
 }
-
-/** Undoes escapeShortcodes (used where a value is shown as text, never on a write path). */
-export const unescapeShortcodes = (s: string) => s.replaceAll("&#91;#", "[#").replaceAll("#&#93;", "#]");
