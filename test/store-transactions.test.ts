@@ -3,6 +3,7 @@ import { afterEach, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Database } from "bun:sqlite";
 import { SqliteStore } from "../src/core/store/sqlite";
 import { buildDefinition } from "../src/core/definitions/load";
 
@@ -64,5 +65,23 @@ test("a uuid that exists is a 409, a duplicate unique value a 422", async () => 
   const uniq = await s.transaction(async (tx) => tx.insert("items", row("b"))).catch((e) => e);
   expect(uniq.status).toBe(422);
   expect(uniq.extra.errors.n).toContain("already used");
+  await s.close();
+});
+
+test("a write waits for another process's write lock without blocking reads, then commits", async () => {
+  const s = await store();
+  await s.transaction(async (tx) => tx.insert("items", row("early")));
+  const other = new Database(s.path);
+  other.exec("PRAGMA busy_timeout=0; BEGIN IMMEDIATE"); // like a long CLI import
+  const write = s.transaction(async (tx) => tx.insert("items", row("late", 2)));
+  const t0 = performance.now();
+  expect(await s.get("items", "early")).not.toBeNull(); // reads answer while the write waits
+  expect(performance.now() - t0).toBeLessThan(100);
+  await Bun.sleep(300);
+  expect(await s.get("items", "late")).toBeNull();
+  other.exec("COMMIT");
+  other.close();
+  await write;
+  expect(await s.get("items", "late")).not.toBeNull();
   await s.close();
 });

@@ -232,7 +232,7 @@ export class SqliteStore implements Store {
         return;
       } catch (e) {
         if (!/locked|busy/i.test((e as Error).message) || Date.now() > deadline) {
-          throw new AppError(503, "SERVICE_UNAVAILABLE", "the database is busy; try again");
+          throw new AppError(503, "SERVICE_UNAVAILABLE", "the database is busy (another process is writing, e.g. a long import); try again", { retryAfter: 5 });
         }
         await Bun.sleep(20);
       }
