@@ -40,4 +40,6 @@ export const notFound = (details = "not found") => new AppError(404, "RESOURCE_N
 export const conflict = (details: string) => new AppError(409, "RESOURCE_EXISTS", details);
 export const denied = (needs: string[], details = "permission required") =>
   new AppError(403, "ACCESS_DENIED", details, { needs });
+/** 405 for a path that exists but not with this method; `allow` lists the methods it takes. */
+export const methodNotAllowed = (allow: string) => new AppError(405, "METHOD_NOT_ALLOWED", `this path supports ${allow}`, { allow });
 export const unauthorized = (details = "missing or invalid credentials") => new AppError(401, "UNAUTHORIZED", details);

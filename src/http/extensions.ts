@@ -6,7 +6,7 @@
  */
 import { Elysia } from "elysia";
 import type { Site } from "../core/site";
-import { AppError, unauthorized } from "../core/errors";
+import { methodNotAllowed, unauthorized } from "../core/errors";
 import { requirePermission } from "../core/access/permissions";
 import { isReply, type RouteRequest } from "../core/extensions/api";
 import { registryOf, type RouteEntry } from "../core/extensions/registry";
@@ -56,7 +56,7 @@ export function extensionRoutes(site: Site) {
   for (const [path, methods] of allowed) {
     const allow = methods.join(", ");
     app.all(path, ({ request }) => handle(site, request, () => {
-      throw new AppError(405, "METHOD_NOT_ALLOWED", `this path supports ${allow}`, { allow });
+      throw methodNotAllowed(allow);
     }), { parse: "none" });
   }
   return app;

@@ -3,7 +3,7 @@
  * (never `request.formData()`, which holds the whole body in memory) and counted as they arrive.
  */
 import { Elysia } from "elysia";
-import { AppError, badRequest } from "../core/errors";
+import { badRequest, methodNotAllowed } from "../core/errors";
 import { deleteFile, listFiles, metaDef, readFile, updateFile } from "../core/files/library";
 import { multipartBoundary, readMultipart } from "../core/files/multipart";
 import { checkUpload, commitUpload, stageUpload, type Staged } from "../core/files/upload";
@@ -15,9 +15,6 @@ import { records, streamedRecords } from "./envelope";
 
 const KEY = "files";
 const MAX_TITLE_BYTES = 16 * 1024;
-
-const methodNotAllowed = (allowed: string) =>
-  new AppError(405, "METHOD_NOT_ALLOWED", `this path supports ${allowed}`, { allow: allowed });
 
 async function partText(body: AsyncIterable<Uint8Array>, max: number): Promise<string> {
   const parts: Uint8Array[] = [];

@@ -5,7 +5,7 @@
  */
 import { Elysia } from "elysia";
 import { version, commit } from "../build/version";
-import { AppError } from "../core/errors";
+import { methodNotAllowed } from "../core/errors";
 import type { Site } from "../core/site";
 import { handle } from "./context";
 import { json } from "./envelope";
@@ -16,7 +16,7 @@ export const healthRoutes = (site: Site) =>
     ({ request }) =>
       handle(site, request, async (c) => {
         if (c.request.method !== "GET" && c.request.method !== "HEAD") {
-          throw new AppError(405, "METHOD_NOT_ALLOWED", "this path supports GET, HEAD", { allow: "GET, HEAD" });
+          throw methodNotAllowed("GET, HEAD");
         }
         const ok = await site.store.ping();
         const body = { version, commit, database: ok ? "ok" : "unavailable" };

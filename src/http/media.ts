@@ -4,7 +4,7 @@
  */
 import { Elysia } from "elysia";
 import { authorize } from "../core/access/permissions";
-import { AppError } from "../core/errors";
+import { AppError, methodNotAllowed } from "../core/errors";
 import { contentKey, FILES, filesOf } from "../core/files/context";
 import { cachedVariant, parseSpec, renderVariant, variantEtag } from "../core/files/images";
 import { findFile } from "../core/files/library";
@@ -17,7 +17,7 @@ const INLINE = /^(image\/(jpeg|png|gif|webp|avif|bmp|x-icon|tiff)|video\/[\w.+-]
 
 const onlyGet = (c: Ctx) => {
   if (c.request.method !== "GET" && c.request.method !== "HEAD") {
-    throw new AppError(405, "METHOD_NOT_ALLOWED", "this path supports GET", { allow: "GET, HEAD" });
+    throw methodNotAllowed("GET, HEAD");
   }
 };
 

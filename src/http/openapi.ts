@@ -10,7 +10,7 @@ import { Elysia } from "elysia";
 import bundlePath from "swagger-ui-dist/swagger-ui-bundle.js" with { type: "file" };
 // @ts-expect-error -- as above.
 import cssPath from "swagger-ui-dist/swagger-ui.css" with { type: "file" };
-import { AppError, unauthorized } from "../core/errors";
+import { methodNotAllowed, unauthorized } from "../core/errors";
 import type { Site } from "../core/site";
 import { handle } from "./context";
 import { buildOpenApi } from "./openapi-doc";
@@ -69,7 +69,7 @@ export const openApiRoutes = (site: Site) =>
   new Elysia({ name: "openapi" })
     .all("/api/v1/openapi.json", ({ request }) =>
       handle(site, request, async (c) => {
-        if (request.method !== "GET") throw new AppError(405, "METHOD_NOT_ALLOWED", "this path supports GET", { allow: "GET" });
+        if (request.method !== "GET") throw methodNotAllowed("GET");
         const p = await c.principal();
         if (p.kind === "anonymous") throw unauthorized("the OpenAPI document lists what the caller may do; sign in or send a bearer token");
         return new Response(JSON.stringify(buildOpenApi(site, p, "/")), {

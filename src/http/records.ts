@@ -1,6 +1,6 @@
 /** `/api/v1/{resource}` and `/api/v1/{resource}/{uuid}`: the generic record interface. */
 import { Elysia } from "elysia";
-import { AppError } from "../core/errors";
+import { AppError, methodNotAllowed } from "../core/errors";
 import {
   bulkUpdate, createRecord, deleteAllRecords, deleteRecord, listRecords, readRecord, recordHistory, restoreRecord, updateRecord,
 } from "../core/records/service";
@@ -8,9 +8,6 @@ import type { Site } from "../core/site";
 import { lastModifiedHeader, notModified, notModifiedResponse } from "./conditional";
 import { handle, type Ctx } from "./context";
 import { json, records, streamedRecords } from "./envelope";
-
-const methodNotAllowed = (allowed: string) =>
-  new AppError(405, "METHOD_NOT_ALLOWED", `this path supports ${allowed}`, { allow: allowed });
 
 async function collection(c: Ctx, resource: string): Promise<Response> {
   const p = await c.principal();

@@ -8,7 +8,7 @@ import { credentialsFrom, login } from "../core/access/login";
 import { SESSION_COOKIE, endSession, sessionPrincipal, startSession } from "../core/access/sessions";
 import { findUser } from "../core/access/users";
 import { publicRecord } from "../core/records/output";
-import { AppError, unauthorized } from "../core/errors";
+import { methodNotAllowed, unauthorized } from "../core/errors";
 import type { Site } from "../core/site";
 import { cookieValue, crossOriginRefused, isHttps, sameOrigin } from "./auth";
 import { handle, type Ctx } from "./context";
@@ -51,7 +51,7 @@ async function session(c: Ctx): Promise<Response> {
       return json(200, { signed_out: true }, c.t0, headers);
     }
     default:
-      throw new AppError(405, "METHOD_NOT_ALLOWED", "this path supports GET, POST, DELETE", { allow: "GET, POST, DELETE" });
+      throw methodNotAllowed("GET, POST, DELETE");
   }
 }
 

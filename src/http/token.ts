@@ -6,14 +6,12 @@ import { Elysia } from "elysia";
 import { credentialsFrom, login } from "../core/access/login";
 import { issueToken, verifyToken } from "../core/access/tokens";
 import { issueFormKey } from "../core/access/forms";
-import { AppError, unauthorized } from "../core/errors";
+import { methodNotAllowed, unauthorized } from "../core/errors";
 import type { Site } from "../core/site";
 import { handle, type Ctx } from "./context";
 import { json } from "./envelope";
 
 const NO_STORE = { "cache-control": "no-store" };
-const methodNotAllowed = (allowed: string) => new AppError(405, "METHOD_NOT_ALLOWED", `this path supports ${allowed}`, { allow: allowed });
-
 async function token(c: Ctx): Promise<Response> {
   if (c.request.method === "POST") {
     const user = await login(c.site, credentialsFrom(await c.json()), { needApi: true });

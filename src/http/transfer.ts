@@ -4,7 +4,7 @@
  * GET/PUT/DELETE (docs/transfer.md).
  */
 import { Elysia } from "elysia";
-import { AppError, badRequest } from "../core/errors";
+import { badRequest, methodNotAllowed } from "../core/errors";
 import { exportRecords } from "../core/transfer/export";
 import { parseFormat } from "../core/transfer/format";
 import { importRecords } from "../core/transfer/import";
@@ -15,7 +15,7 @@ import { json } from "./envelope";
 import { spoolFilePart, type SpooledPart } from "./upload-body";
 
 const only = (c: Ctx, method: string) => {
-  if (c.request.method !== method) throw new AppError(405, "METHOD_NOT_ALLOWED", `this path supports ${method}`, { allow: method });
+  if (c.request.method !== method) throw methodNotAllowed(method);
 };
 
 async function exportRoute(c: Ctx, resource: string): Promise<Response> {
