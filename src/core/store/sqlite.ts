@@ -51,9 +51,9 @@ export class SqliteStore implements Store {
   private readonly reader: Database;
   private queue: Job[] = [];
   private draining = false;
-  private countCache = new Map<string, { n: number; version: number }>();
-  private pageCache = new Map<string, { rows: StoredRecord[]; version: number }>();
-  private changeCache = new Map<string, { ms: number; version: number }>();
+  /** Answers valid until anything commits (here or in another process), all dropped together then. */
+  private readonly memo = { count: new Map<string, number>(), page: new Map<string, StoredRecord[]>(), change: new Map<string, number>() };
+  private memoVersion = -1;
   private readonly versionStmt: Statement;
 
   constructor(readonly path: string) {
@@ -113,14 +113,24 @@ export class SqliteStore implements Store {
    */
   async page(resource: string, q: CompiledQuery): Promise<StoredRecord[]> {
     const [sql, args] = this.selectSql(resource, q);
-    const key = `${sql}\0${JSON.stringify(args)}`;
+    return this.remember(this.memo.page, `${sql}\0${JSON.stringify(args)}`, PAGE_CACHE_ENTRIES,
+      () => this.reader.query(sql).all(...(args as never[])) as StoredRecord[],
+      (rows) => rows.length <= PAGE_CACHE_ROWS);
+  }
+
+  /** A memo of `cache`, computed on a miss; `keep` says whether a value is worth keeping. */
+  private remember<T>(cache: Map<string, T>, key: string, limit: number, compute: () => T, keep: (v: T) => boolean = () => true): T {
     const version = this.version();
-    const hit = this.pageCache.get(key);
-    if (hit && hit.version === version) return hit.rows;
-    const rows = this.reader.query(sql).all(...(args as never[])) as StoredRecord[];
-    if (this.pageCache.size >= PAGE_CACHE_ENTRIES) this.pageCache.clear();
-    if (rows.length <= PAGE_CACHE_ROWS) this.pageCache.set(key, { rows, version });
-    return rows;
+    if (version !== this.memoVersion) {
+      for (const c of Object.values(this.memo)) c.clear();
+      this.memoVersion = version;
+    }
+    const hit = cache.get(key);
+    if (hit !== undefined) return hit;
+    const value = compute();
+    if (cache.size >= limit) cache.clear();
+    if (keep(value)) cache.set(key, value);
+    return value;
   }
 
   async *stream(resource: string, q: CompiledQuery): AsyncIterable<StoredRecord> {
@@ -136,14 +146,8 @@ export class SqliteStore implements Store {
 
   async count(resource: string, where: string, args: SqlValue[]): Promise<number> {
     // An exact total over a large match costs milliseconds; it is cached until anything commits.
-    const key = `${resource}\0${where}\0${JSON.stringify(args)}`;
-    const version = this.version();
-    const hit = this.countCache.get(key);
-    if (hit && hit.version === version) return hit.n;
-    const n = (this.reader.query(`SELECT count(*) AS n FROM ${this.dialect.table(resource)} ${where}`).get(...(args as never[])) as { n: number }).n;
-    if (this.countCache.size > 10_000) this.countCache.clear();
-    this.countCache.set(key, { n, version });
-    return n;
+    return this.remember(this.memo.count, `${resource}\0${where}\0${JSON.stringify(args)}`, 10_000,
+      () => (this.reader.query(`SELECT count(*) AS n FROM ${this.dialect.table(resource)} ${where}`).get(...(args as never[])) as { n: number }).n);
   }
 
   async findBy(resource: string, field: string, value: SqlValue, except?: string): Promise<StoredRecord | null> {
@@ -154,12 +158,8 @@ export class SqliteStore implements Store {
   }
 
   async lastChange(resource: string): Promise<number> {
-    const version = this.version();
-    const hit = this.changeCache.get(resource);
-    if (hit && hit.version === version) return hit.ms;
-    const row = this.reader.query("SELECT changed_ms FROM _resd_changes WHERE resource = ?").get(resource) as { changed_ms: number } | null;
-    this.changeCache.set(resource, { ms: row?.changed_ms ?? 0, version });
-    return row?.changed_ms ?? 0;
+    return this.remember(this.memo.change, resource, 10_000,
+      () => (this.reader.query("SELECT changed_ms FROM _resd_changes WHERE resource = ?").get(resource) as { changed_ms: number } | null)?.changed_ms ?? 0);
   }
 
   async history(resource: string, uuid: string): Promise<HistoryEntry[]> {
