@@ -217,11 +217,8 @@ export async function restoreRecord(site: Site, p: Principal, resource: string, 
   const deletedAt = entries.at(-1)?.action === "delete" ? entries.at(-1)!.at : null;
   if (deletedAt !== null && Date.now() - deletedAt > HISTORY_WINDOW_MS) throw notFound(`${resource}/${uuid} was deleted more than 90 days ago`);
   const values = JSON.parse(entry.data) as Values;
-  // A restored role or user is a write like any other: it may not give more than the caller has.
-  if (def.name === "roles" || def.name === "users") {
-    const granted = Object.fromEntries(["role", "api", "permissions"].filter((k) => values[k] !== undefined).map((k) => [k, values[k]]));
-    await guardWrite(site, p, def, "edit", granted, uuid);
-  }
+  // A restore is a write like any other (a restored role or user may not give more than the caller has).
+  await guardWrite(site, p, def, "edit", values, uuid);
   const row = await site.store.transaction(async (tx) => {
     const current = await tx.get(resource, uuid);
     return current
