@@ -5,13 +5,17 @@
  */
 import { readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { isImportSpool } from "./transfer/spool";
+
+/** Where HTTP uploads are spooled before a reader takes them (src/http/upload-body.ts). */
+export const uploadSpoolDir = (dir: string) => join(dir, "data", "tmp");
 
 export function removeLeftovers(dir: string, minAgeMs = 3600_000): string[] {
   const data = join(dir, "data");
   const candidates = [
-    ...list(join(data, "tmp")).map((f) => join(data, "tmp", f)),
+    ...list(uploadSpoolDir(dir)).map((f) => join(uploadSpoolDir(dir), f)),
     ...list(join(data, "files", ".tmp")).map((f) => join(data, "files", ".tmp", f)),
-    ...list(data).filter((f) => /^import-.*\.spool$/.test(f)).map((f) => join(data, f)),
+    ...list(data).filter(isImportSpool).map((f) => join(data, f)),
   ];
   const cutoff = Date.now() - minAgeMs;
   const removed: string[] = [];

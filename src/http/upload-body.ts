@@ -8,6 +8,7 @@ import { AppError, badRequest } from "../core/errors";
 import { tooLarge } from "../core/files/upload";
 import { multipartBoundary, readMultipart } from "../core/files/multipart";
 import type { Site } from "../core/site";
+import { uploadSpoolDir } from "../core/leftovers";
 
 /** Room for multipart framing and small fields on top of the file itself. */
 export const FRAMING_ALLOWANCE = 64 * 1024;
@@ -30,8 +31,6 @@ export async function* limitedBody(request: Request, bodyMax: number, max: numbe
 
 export type SpooledPart = { file: Blob; name: string; remove(): void };
 
-/** Folder of upload spools; anything left there by a crash is removed at the next start. */
-export const spoolDir = (site: Site) => join(site.config.dir, "data", "tmp");
 
 /**
  * Streams the multipart part `file` into DIR/data/tmp within RESD_MAX_UPLOAD; the caller removes it.
@@ -41,8 +40,9 @@ export async function spoolFilePart(site: Site, request: Request): Promise<Spool
   const boundary = multipartBoundary(request.headers.get("content-type"));
   if (!boundary) throw badRequest("send the file as multipart/form-data in a part named `file`");
   const max = site.config.maxUpload;
-  mkdirSync(spoolDir(site), { recursive: true });
-  const path = join(spoolDir(site), `upload-${crypto.randomUUID()}`);
+  const folder = uploadSpoolDir(site.config.dir); // anything a crash leaves there is removed at start
+  mkdirSync(folder, { recursive: true });
+  const path = join(folder, `upload-${crypto.randomUUID()}`);
   const remove = () => rmSync(path, { force: true });
   try {
     for await (const part of readMultipart(limitedBody(request, max + FRAMING_ALLOWANCE, max), boundary)) {

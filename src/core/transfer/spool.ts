@@ -23,6 +23,9 @@ export type SpoolEntry = {
 
 const READ_CHUNK = 1 << 20;
 
+/** Import spools are named so that a crash's leftovers can be found (see leftovers.ts). */
+export const isImportSpool = (name: string) => /^import-.*\.spool$/.test(name);
+
 export class Spool {
   readonly path: string;
   private readonly sink: FileSink;
