@@ -95,10 +95,10 @@ describe("users: sign-up, self_edit and role rules", () => {
   });
 
   test("self_edit: own name yes; other own fields, other users no; role raise and own API access never", async () => {
-    await s.apiJson("POST", "/api/v1/roles", { name: "member", permissions: ["view-news"] });
+    await s.apiJson("POST", "/api/v1/roles", { name: "member", permissions: ["view-news", "export-news"] });
     await s.apiJson("POST", "/api/v1/roles", { name: "useradmin", permissions: ["view-users", "edit-users", "create-users"] });
     const me = await addUser(s.dir, "me@example.com", "me-pw", { role: "member", api: true });
-    const other = await addUser(s.dir, "other@example.com", "other-pw", { role: "member" });
+    const other = await addUser(s.dir, "other@example.com", "other-pw");
     const t = await tokenFor(s.base, "me@example.com", "me-pw");
     const own = await call(s.base, "PUT", `/api/v1/users/${me.uuid}`, { token: t, body: { name: "Me Myself" } });
     expect(own.status).toBe(200);
@@ -112,7 +112,11 @@ describe("users: sign-up, self_edit and role rules", () => {
 
     const ua = await addUser(s.dir, "ua@example.com", "ua-pw", { role: "useradmin", api: true });
     const ut = await tokenFor(s.base, "ua@example.com", "ua-pw");
-    // May edit every field of others, but not hand out a role above its own.
+    // May not touch a user whose role holds more (delete-users, which useradmin lacks)...
+    await s.apiJson("POST", "/api/v1/roles", { name: "deleter", permissions: ["delete-users"] });
+    const strong = await addUser(s.dir, "strong@example.com", "strong-pw", { role: "deleter" });
+    expect((await call(s.base, "PUT", `/api/v1/users/${strong.uuid}`, { token: ut, body: { name: "Not yours" } })).status).toBe(403);
+    // ...may edit every field of others, but not hand out a role above its own.
     expect((await call(s.base, "PUT", `/api/v1/users/${other.uuid}`, { token: ut, body: { name: "Renamed", email: "other2@example.com" } })).status).toBe(200);
     expect((await call(s.base, "PUT", `/api/v1/users/${other.uuid}`, { token: ut, body: { api: true } })).status).toBe(200);
     const raise = await call(s.base, "PUT", `/api/v1/users/${other.uuid}`, { token: ut, body: { role: "admin" } });
@@ -120,7 +124,8 @@ describe("users: sign-up, self_edit and role rules", () => {
     expect(raise.body!.message).toBe("ACCESS_DENIED");
     expect((await call(s.base, "PUT", `/api/v1/users/${ua.uuid}`, { token: ut, body: { role: "admin" } })).status).toBe(403);
     expect((await call(s.base, "PUT", "/api/v1/users", { token: ut, body: { [ua.uuid]: { role: "admin" } } })).status).toBe(403);
-    // A role holding something the caller lacks (view-news) is a raise, even if smaller otherwise.
+    // A role holding something the caller lacks (export-news) is a raise, even if smaller otherwise;
+    // view-news is no raise: everybody has it (anonymous allow), signed-in users too.
     expect((await call(s.base, "PUT", `/api/v1/users/${ua.uuid}`, { token: ut, body: { role: "member" } })).status).toBe(403);
     // Nobody switches on their own API access.
     await addUser(s.dir, "ua2@example.com", "ua2-pw", { role: "useradmin" });

@@ -37,6 +37,26 @@ describe("can / authorize", () => {
     expect(can(who("api_get_items_x1"), "items", "view", "x2")).toBe(false);
     expect(can(who("api_get_items_x1"), "items", "view")).toBe(false);
   });
+  test("ambiguous legacy names are read against the site's resources", () => {
+    // Resources foo and foo_bar both exist: api_get_foo_bar names the resource foo_bar, not record bar of foo.
+    const known = new Set(["foo", "foo_bar", "resource", "notes"]);
+    const site = (...perms: string[]): Principal => ({ ...who(...perms), resources: known });
+    expect(can(site("api_get_foo_bar"), "foo_bar", "view")).toBe(true);
+    expect(can(site("api_get_foo_bar"), "foo", "view", "bar")).toBe(false);
+    expect(grantingPatterns("foo", "view", "bar", known)).not.toContain("api_get_foo_bar");
+    // Without a resource foo_bar it is record bar of foo, as before.
+    const onlyFoo = new Set(["foo"]);
+    expect(can({ ...who("api_get_foo_bar"), resources: onlyFoo }, "foo", "view", "bar")).toBe(true);
+    expect(can({ ...who("api_get_foo_bar"), resources: onlyFoo }, "foo", "view", "baz")).toBe(false);
+    // api_delete_resource_notes is "delete all notes": never record `notes` of a resource called `resource`.
+    expect(can(site("api_delete_resource_notes"), "notes", "delete_all")).toBe(true);
+    expect(can(site("api_delete_resource_notes"), "resource", "delete", "notes")).toBe(false);
+    expect(can(site("api_delete_resource_x9"), "resource", "delete", "x9")).toBe(true);
+    // ...nor "delete records of a resource resource_notes".
+    const withPrefixed = new Set([...known, "resource_notes"]);
+    expect(can({ ...who("api_delete_resource_notes"), resources: withPrefixed }, "resource_notes", "delete", "r1")).toBe(false);
+    expect(can({ ...who("api_get_resource_notes"), resources: withPrefixed }, "resource_notes", "view")).toBe(true);
+  });
   test("manage- covers every operation but delete-all; no wildcard grants delete-all", () => {
     const m = who("manage-items");
     for (const a of ["view", "create", "edit", "delete", "import", "export"] as Action[]) expect(can(m, "items", a)).toBe(true);

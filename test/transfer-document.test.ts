@@ -146,8 +146,17 @@ describe("import-document", () => {
     expect(provider.seen.length).toBe(before);
   });
 
-  test("needs create-<resource>", async () => {
+  test("needs a signed-in caller with create-<resource>", async () => {
+    // Anonymous visitors never spend the site's AI credits (401), and a caller without create- gets 403.
     const res = await fetch(`${withKey.base}/api/v1/articles/import-document`, { method: "POST", body: new FormData() });
-    expect(res.status).toBe(403);
+    expect(res.status).toBe(401);
+    const role = await withKey.apiJson("POST", "/api/v1/roles", { name: "viewer", permissions: ["view-articles"] });
+    expect(role.status).toBe(201);
+    const u = await withKey.apiJson("POST", "/api/v1/users", { email: "viewer@example.com", password: "viewer-password", role: "viewer", api: true });
+    expect(u.status).toBe(201);
+    const t = await fetch(`${withKey.base}/api/v1/auth/token`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: "viewer@example.com", password: "viewer-password" }) });
+    const token = ((await t.json()) as { token: string }).token;
+    const denied = await fetch(`${withKey.base}/api/v1/articles/import-document`, { method: "POST", headers: { authorization: `Bearer ${token}` }, body: new FormData() });
+    expect(denied.status).toBe(403);
   });
 });

@@ -2,7 +2,7 @@
  * Settings and where each came from. One precedence everywhere:
  * command-line flag > RESD_* environment variable > DIR/.env > built-in default.
  */
-import { existsSync, readFileSync, mkdirSync, writeFileSync, appendFileSync } from "node:fs";
+import { existsSync, readFileSync, mkdirSync, writeFileSync, appendFileSync, chmodSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { randomBytes } from "node:crypto";
 import { AppError } from "./errors";
@@ -47,6 +47,8 @@ export const SETTINGS = {
   tokenSecret: { env: "RESD_TOKEN_SECRET", default: "", parse: str, secret: true, help: "HMAC key for bearer tokens (generated into DIR/.env)" } as Spec<string>,
   aiApiKey: { env: "AI_API_KEY", default: "", parse: str, secret: true, help: "key of the OpenAI-compatible provider for import-document" } as Spec<string>,
   aiBaseUrl: { env: "AI_BASE_URL", default: "https://api.openai.com/v1", parse: str, help: "base URL of the chat-completions provider" } as Spec<string>,
+  aiRate: { env: "RESD_AI_RATE", default: 30, parse: int(0, 1_000_000), help: "AI provider calls (import-document, translation, completion) one user may make per hour" } as Spec<number>,
+  documentMaxUnzipped: { env: "RESD_DOCUMENT_MAX_UNZIPPED", default: 25 * 1024 * 1024, parse: int(1024), help: "largest size in bytes a .docx given to import-document may inflate to" } as Spec<number>,
   aiModel: { env: "AI_MODEL", default: "gpt-4o-mini", parse: str, help: "model name sent to the provider" } as Spec<string>,
   jobAttempts: { env: "RESD_JOB_ATTEMPTS", default: 8, parse: int(1, 100), help: "attempts of a job before it is dead-lettered" } as Spec<number>,
   jobBackoff: { env: "RESD_JOB_BACKOFF", default: 10_000, parse: int(1), help: "milliseconds before a failed job's first retry; doubles per attempt, at most one hour" } as Spec<number>,
@@ -139,15 +141,26 @@ export function loadConfig(opts: {
   return { ...(values as Settings & { dir: string }), sources: sources as Config["sources"] };
 }
 
-/** Makes sure DIR/.env holds a token signing key; generates one on first start. */
+export const MIN_SECRET_BYTES = 32;
+
+/** Makes sure DIR/.env holds a token signing key of at least 32 bytes; generates one on first start. */
 export function ensureTokenSecret(config: Config): Config {
-  if (config.tokenSecret) return config;
+  const file = join(config.dir, ".env");
+  if (existsSync(file)) chmodSync(file, 0o600);
+  if (config.tokenSecret) {
+    // A short key can be guessed offline from one token: refuse to start with one.
+    const bytes = Buffer.byteLength(config.tokenSecret);
+    if (bytes < MIN_SECRET_BYTES) {
+      throw new AppError(400, "INVALID_DATA", `RESD_TOKEN_SECRET (from ${config.sources.tokenSecret}) is ${bytes} bytes; it must be at least ${MIN_SECRET_BYTES} bytes (e.g. openssl rand -base64 32), or remove it from DIR/.env to have one generated`);
+    }
+    return config;
+  }
   mkdirSync(config.dir, { recursive: true });
   const secret = randomBytes(32).toString("base64url");
-  const file = join(config.dir, ".env");
   const prefix = existsSync(file) && !readFileSync(file, "utf8").endsWith("\n") ? "\n" : "";
   if (existsSync(file)) appendFileSync(file, `${prefix}RESD_TOKEN_SECRET=${secret}\n`, { mode: 0o600 });
   else writeFileSync(file, `# resd secrets — keep out of version control\nRESD_TOKEN_SECRET=${secret}\n`, { mode: 0o600 });
+  chmodSync(file, 0o600);
   return { ...config, tokenSecret: secret, sources: { ...config.sources, tokenSecret: "generated" } };
 }
 

@@ -10,7 +10,7 @@ import type { DefinitionFile, ResourceDef } from "./definitions/types";
 import { notFound } from "./errors";
 import { SqliteStore } from "./store/sqlite";
 import type { SchemaChange, Store, StoreTx } from "./store/types";
-import { ensureAdminRole } from "./access/accounts";
+import { ensureAccounts } from "./access/accounts";
 import { queueJobsHook } from "./jobs/enqueue";
 
 /** What a committed write looked like; delivered to listeners after commit (events, caches). */
@@ -86,7 +86,7 @@ export async function openSite(config: Config, opts: { ensureSecret?: boolean } 
   };
   // `job:` entries of a definition are queued by every process that writes (server, CLI import).
   site.txHooks.push(queueJobsHook(site));
-  await ensureAdminRole(site);
+  await ensureAccounts(site);
   return site;
 }
 

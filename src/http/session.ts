@@ -6,7 +6,6 @@
 import { Elysia } from "elysia";
 import { credentialsFrom, login } from "../core/access/login";
 import { SESSION_COOKIE, endSession, sessionPrincipal, startSession } from "../core/access/sessions";
-import { findUser } from "../core/access/users";
 import { publicRecord } from "../core/records/output";
 import { methodNotAllowed, unauthorized } from "../core/errors";
 import type { Site } from "../core/site";
@@ -18,12 +17,11 @@ function cookie(request: Request, value: string, maxAge: number): string {
   return `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${isHttps(request) ? "; Secure" : ""}`;
 }
 
+/** The signed-in user as the API shows any user: password, API flag and tokens never leave. */
 async function userBody(site: Site, uuid: string) {
   const row = await site.store.get("users", uuid);
   if (!row) throw unauthorized("not signed in");
-  const user = publicRecord(site.resource("users"), row);
-  const found = await findUser(site, uuid);
-  return { ...user, api: found?.api === true };
+  return publicRecord(site.resource("users"), row);
 }
 
 async function session(c: Ctx): Promise<Response> {

@@ -4,19 +4,56 @@ import { AppError, notFound } from "../errors";
 import { SYSTEM, type Principal } from "./permissions";
 import { createRecord, deleteRecord, updateRecord } from "../records/service";
 import { publicRecord } from "../records/output";
-import { findUserByEmail, ADMIN_ROLE } from "./users";
+import { findUserByEmail, ADMIN_ROLE, ALL } from "./users";
+import type { CompiledQuery, StoredRecord } from "../store/types";
 import { issueToken, type IssuedToken } from "./tokens";
 
-/** Role `admin` always exists and always holds `(all)`. */
-export async function ensureAdminRole(site: Site): Promise<void> {
-  const existing = await site.store.findBy("roles", "name", ADMIN_ROLE);
-  const want = JSON.stringify({ name: ADMIN_ROLE, permissions: ["(all)"] });
-  if (existing && existing.data === want) return;
+const everyRow: CompiledQuery = { where: "", args: [], orderBy: "ORDER BY id", limit: null, offset: 0 };
+
+/**
+ * Brings accounts up to the current model at every start (and `resd migrate`):
+ * 1. users that name their role (sites before roles were referenced by uuid) get the role's uuid —
+ *    resolved by the names as they are now, before anything is renamed;
+ * 2. the built-in role is found by its fixed uuid and repaired: named `admin`, holding `(all)`. A
+ *    role of another uuid that took the name `admin` is renamed out of the way (never the reverse).
+ */
+export async function ensureAccounts(site: Site): Promise<{ usersMigrated: number; adminRepaired: boolean }> {
+  const roles = new Map<string, string>(); // name -> uuid
+  const uuids = new Set<string>();
+  for await (const row of site.store.stream("roles", everyRow)) {
+    uuids.add(row.uuid);
+    const name = (JSON.parse(row.data) as { name?: unknown }).name;
+    if (typeof name === "string" && !roles.has(name)) roles.set(name, row.uuid);
+  }
   const now = Math.floor(Date.now() / 1000);
+  const stale: StoredRecord[] = [];
+  for await (const row of site.store.stream("users", everyRow)) {
+    const role = (JSON.parse(row.data) as { role?: unknown }).role;
+    if (typeof role === "string" && role !== "" && !uuids.has(role) && roles.has(role)) stale.push(row);
+  }
+  const admin = await site.store.get("roles", ADMIN_ROLE);
+  const want = JSON.stringify({ ...(admin ? (JSON.parse(admin.data) as object) : {}), name: ADMIN_ROLE, permissions: [ALL] });
+  const impostor = roles.get(ADMIN_ROLE);
+  const adminRepaired = !admin || admin.data !== want || (impostor !== undefined && impostor !== ADMIN_ROLE);
+  if (!stale.length && !adminRepaired) return { usersMigrated: 0, adminRepaired: false };
   await site.store.transaction(async (tx) => {
-    if (existing) await tx.update("roles", { ...existing, data: want, _modified: now });
-    else await tx.insert("roles", { uuid: ADMIN_ROLE, data: want, _created: now, _modified: now, _created_by: null, _modified_by: null });
+    for (const row of stale) {
+      const data = JSON.parse(row.data) as { role: string };
+      await tx.update("users", { ...row, data: JSON.stringify({ ...data, role: roles.get(data.role) }), _modified: now });
+    }
+    if (impostor !== undefined && impostor !== ADMIN_ROLE) {
+      const other = (await tx.get("roles", impostor))!;
+      const renamed = `admin-${impostor.slice(0, 8)}`;
+      await tx.update("roles", { ...other, data: JSON.stringify({ ...(JSON.parse(other.data) as object), name: renamed }), _modified: now });
+      console.error(`resd: role ${impostor} was named "admin" but is not the built-in admin role; renamed it "${renamed}"`);
+    }
+    if (admin) {
+      if (admin.data !== want) await tx.update("roles", { ...admin, data: want, _modified: now });
+    } else {
+      await tx.insert("roles", { uuid: ADMIN_ROLE, data: want, _created: now, _modified: now, _created_by: null, _modified_by: null });
+    }
   });
+  return { usersMigrated: stale.length, adminRepaired };
 }
 
 export type NewUser = { email: string; password: string; role?: string; name?: string; api?: boolean };

@@ -56,7 +56,7 @@ export function anonymousPrincipal(site: Site): Principal {
   const warned = warnings.join("\n");
   if (warned && warned !== hit?.warned) console.error(warned);
   const same = hit && [...permissions].sort().join() === [...hit.principal.permissions].sort().join();
-  const principal: Principal = same ? hit.principal : { kind: "anonymous", uuid: null, email: null, role: null, permissions };
+  const principal: Principal = same ? hit.principal : { kind: "anonymous", uuid: null, email: null, role: null, permissions, resources: site.defs };
   caches.set(site, { at: now, principal, warned });
   return principal;
 }

@@ -6,7 +6,7 @@
 import type { Site } from "../site";
 import { AppError, badRequest } from "../errors";
 import { findUserByEmail, type UserRow } from "./users";
-import { checkNotLocked, clearFailures, recordFailure } from "./rate-limit";
+import { clearFailures, reserveAttempt } from "./rate-limit";
 
 export type Credentials = { email: string; password: string };
 
@@ -20,17 +20,12 @@ export function credentialsFrom(body: unknown): Credentials {
 }
 
 export async function login(site: Site, c: Credentials, opts: { needApi: boolean }): Promise<UserRow> {
-  await checkNotLocked(site, c.email);
+  // The guess is counted before it is checked; only a right password gives it back.
+  await reserveAttempt(site, c.email);
   const user = await findUserByEmail(site, c.email);
-  if (!user) {
-    await recordFailure(site, c.email);
-    throw new AppError(403, "ACCESS_DENIED", "no such account");
-  }
+  if (!user) throw new AppError(403, "ACCESS_DENIED", "no such account");
   const ok = typeof user.password === "string" && user.password !== "" && (await Bun.password.verify(c.password, user.password));
-  if (!ok) {
-    await recordFailure(site, c.email);
-    throw new AppError(401, "INVALID_CREDENTIALS", "wrong e-mail or password");
-  }
+  if (!ok) throw new AppError(401, "INVALID_CREDENTIALS", "wrong e-mail or password");
   await clearFailures(site, c.email);
   if (opts.needApi && user.api !== true) throw new AppError(403, "ACCESS_DENIED", "this user has no API access");
   return user;

@@ -20,18 +20,39 @@ export type Principal = {
   permissions: ReadonlySet<string>;
   /** Authenticated by the session cookie (writes from another origin are refused). */
   viaSession?: boolean;
+  /** The site's resource names: they settle what an ambiguous legacy name means (see below). */
+  resources?: KnownResources;
 };
+
+export type KnownResources = { has(name: string): boolean };
 
 export const SYSTEM: Principal = { kind: "system", uuid: null, email: null, role: null, permissions: new Set(["(all)"]) };
 export const ANONYMOUS: Principal = { kind: "anonymous", uuid: null, email: null, role: null, permissions: new Set() };
 
+/**
+ * Legacy names join resource and record with `_`, which resource names may contain too:
+ * `api_get_foo_bar` is either "view resource foo_bar" or "view record bar of foo". A name is read
+ * against the site's resources: when the part after the verb is a resource, it names that resource
+ * (never a record), and `api_delete_resource_X` with X a resource is "delete all of X" (never a
+ * record X of a resource called `resource`, nor deleting records of a resource `resource_X`).
+ */
+function recordPatternApplies(verb: string, resource: string, uuid: string, known?: KnownResources): boolean {
+  if (!known) return true;
+  if (known.has(`${resource}_${uuid}`)) return false;
+  return !(verb === "delete" && resource === "resource" && known.has(uuid));
+}
+
+function resourcePatternApplies(verb: string, resource: string, known?: KnownResources): boolean {
+  return !(known && verb === "delete" && resource.startsWith("resource_") && known.has(resource.slice("resource_".length)));
+}
+
 /** The patterns that grant an action, in the spec's order (they are also the 403's `needs`). */
-export function grantingPatterns(resource: string, action: Action, uuid?: string): string[] {
+export function grantingPatterns(resource: string, action: Action, uuid?: string, known?: KnownResources): string[] {
   if (action === "delete_all") return [`api_delete_resource_${resource}`];
   const verb = VERB[action];
   return [
-    ...(uuid ? [`api_${verb}_${resource}_${uuid}`] : []),
-    `api_${verb}_${resource}`,
+    ...(uuid && recordPatternApplies(verb, resource, uuid, known) ? [`api_${verb}_${resource}_${uuid}`] : []),
+    ...(resourcePatternApplies(verb, resource, known) ? [`api_${verb}_${resource}`] : []),
     `api_(any)_${resource}`,
     `api_${verb}_(any)`,
     "api_(any)",
@@ -42,13 +63,13 @@ export function grantingPatterns(resource: string, action: Action, uuid?: string
 
 export function can(p: Principal, resource: string, action: Action, uuid?: string): boolean {
   if (p.permissions.has("(all)")) return true;
-  return grantingPatterns(resource, action, uuid).some((x) => p.permissions.has(x));
+  return grantingPatterns(resource, action, uuid, p.resources).some((x) => p.permissions.has(x));
 }
 
 /** Throws 403 ACCESS_DENIED with `needs` unless the principal may do the action. */
 export function authorize(p: Principal, resource: string, action: Action, uuid?: string): void {
   if (can(p, resource, action, uuid)) return;
-  throw denied(grantingPatterns(resource, action, uuid), `${action.replace("_", " ")} on ${resource} needs one of the listed permissions`);
+  throw denied(grantingPatterns(resource, action, uuid, p.resources), `${action.replace("_", " ")} on ${resource} needs one of the listed permissions`);
 }
 
 /** A named permission such as `view-.files` or `manage-users`, with `(all)` as the wildcard. */

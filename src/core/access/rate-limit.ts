@@ -10,6 +10,7 @@
 import type { Site } from "../site";
 import { AppError } from "../errors";
 import { accessStore, type LoginState } from "../store/access-sqlite";
+import type { Principal } from "./permissions";
 
 export const FORGET_AFTER_MS = 24 * 3600 * 1000;
 export const MAX_LOCK_MS = 3600 * 1000;
@@ -22,24 +23,32 @@ export function lockFor(failures: number, max: number, lockSeconds: number): num
 
 const accountKey = (email: string) => email.trim().toLowerCase();
 
-/** Throws 429 TOO_MANY_REQUESTS while the account is locked. */
-export async function checkNotLocked(site: Site, email: string, now = Date.now()): Promise<void> {
-  const s = await accessStore(site.store).loginState(accountKey(email));
-  if (s && s.locked_until > now) {
-    const retryAfter = Math.max(1, Math.ceil((s.locked_until - now) / 1000));
-    throw new AppError(429, "TOO_MANY_REQUESTS", `too many failed logins for this account; try again in ${retryAfter} s`, { retryAfter });
-  }
-}
+const locked = (lockedUntil: number, now: number) => {
+  const retryAfter = Math.max(1, Math.ceil((lockedUntil - now) / 1000));
+  return new AppError(429, "TOO_MANY_REQUESTS", `too many failed logins for this account; try again in ${retryAfter} s`, { retryAfter });
+};
 
-export async function recordFailure(site: Site, email: string, now = Date.now()): Promise<LoginState | null> {
+/**
+ * Takes one guess at an account before the (slow) password check: counts it as a failure at once,
+ * or throws 429 when the account is locked. Guesses sent in parallel therefore see each other's
+ * counts, and at most `loginMaxFailures` of them are ever checked; a successful check gives the
+ * reservation back with `clearFailures`.
+ */
+export async function reserveAttempt(site: Site, email: string, now = Date.now()): Promise<void> {
   const { loginMaxFailures: max, loginLock } = site.config;
   // Stale counters are swept now and then, here, so the table never grows without bound.
   if (Math.random() < 0.01) await purgeLoginStates(site, now);
-  return accessStore(site.store).updateLoginState(accountKey(email), (cur) => {
+  let refused: AppError | null = null;
+  await accessStore(site.store).updateLoginState(accountKey(email), (cur) => {
+    if (cur && cur.locked_until > now) {
+      refused = locked(cur.locked_until, now);
+      return cur;
+    }
     const failures = (cur && now - cur.last_ms < FORGET_AFTER_MS ? cur.failures : 0) + 1;
     const lock = lockFor(failures, max, loginLock);
     return { account: accountKey(email), failures, last_ms: now, locked_until: lock ? now + lock : 0 };
   });
+  if (refused) throw refused;
 }
 
 export async function clearFailures(site: Site, email: string): Promise<void> {
@@ -49,3 +58,27 @@ export async function clearFailures(site: Site, email: string): Promise<void> {
 
 /** Drops counters that can no longer matter (called from the server's upkeep). */
 export const purgeLoginStates = (site: Site, now = Date.now()) => accessStore(site.store).purgeLoginStates(now - FORGET_AFTER_MS);
+
+const AI_WINDOW_MS = 3600 * 1000;
+
+/**
+ * Counts one AI provider call of a user (import-document, translation, completion) against
+ * `aiRate` calls per hour, or throws 429 with Retry-After. Counted in the same table as logins, so
+ * the limit holds across restarts and processes.
+ */
+export async function takeAiCall(site: Site, p: Principal, now = Date.now()): Promise<void> {
+  const key = `\0ai\0${p.uuid ?? p.kind}`;
+  let refused: AppError | null = null;
+  await accessStore(site.store).updateLoginState(key, (cur) => {
+    const fresh = !cur || now - cur.last_ms >= AI_WINDOW_MS;
+    const calls = fresh ? 1 : cur.failures + 1;
+    if (calls > site.config.aiRate) {
+      const retryAfter = Math.max(1, Math.ceil((cur!.last_ms + AI_WINDOW_MS - now) / 1000));
+      refused = new AppError(429, "TOO_MANY_REQUESTS", `at most ${site.config.aiRate} AI calls per hour per user (RESD_AI_RATE); try again in ${retryAfter} s`, { retryAfter });
+      return cur;
+    }
+    // `last_ms` is the start of the window; `locked_until` keeps the row from being purged early.
+    return { account: key, failures: calls, last_ms: fresh ? now : cur.last_ms, locked_until: (fresh ? now : cur.last_ms) + AI_WINDOW_MS };
+  });
+  if (refused) throw refused;
+}

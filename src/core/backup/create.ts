@@ -11,7 +11,7 @@
  * was stored before that record committed, so it is in the archive too.
  */
 import { randomBytes } from "node:crypto";
-import { existsSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, openSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { version } from "../../build/version";
 import { snapshotDatabase } from "../store/snapshot";
@@ -101,6 +101,9 @@ function toStream(it: AsyncIterable<Uint8Array>): ReadableStream<Uint8Array> {
 /** Writes the archive to `file` through a temporary name, so a failed backup never looks finished. */
 export async function writeBackupFile(dir: string, file: string, opts: { secrets: boolean }): Promise<BackupStats> {
   const partial = `${file}.partial`;
+  // The archive holds password hashes (and with --with-secrets the signing key): owner only, from the first byte.
+  closeSync(openSync(partial, "w", 0o600));
+  chmodSync(partial, 0o600);
   const sink = Bun.file(partial).writer({ highWaterMark: 1024 * 1024 });
   try {
     const stats = await writeBackup(dir, (c) => void sink.write(c), { ...opts, gzip: /\.(t?gz)$/i.test(file) });

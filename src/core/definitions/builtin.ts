@@ -14,7 +14,7 @@ export const BUILTIN: Record<string, DefinitionFile & { internal?: boolean }> = 
       email: { type: "email", name: "E-mail", required: true },
       name: { type: "text", name: "Name" },
       password: { type: "password", name: "Password" },
-      role: { type: "select", name: "Role", resource: "roles" },
+      role: { type: "select", name: "Role", resource: "roles", reference: "uuid" },
       api: { type: "boolean", name: "API access" },
     },
   },

@@ -18,6 +18,8 @@ export type FieldDef = {
   wrapper_class?: string;
   options?: Record<string, string>;
   resource?: string;
+  /** `uuid`: a reference given by name is stored as the referenced record's uuid (users' role). */
+  reference?: "uuid";
   source?: string;
   preserve_existing?: boolean;
   longitude_field?: string;

@@ -8,7 +8,7 @@ import type { ResourceDef } from "../definitions/types";
 import { AppError, notFound } from "../errors";
 import type { ListParams } from "../query/parse";
 import { asObject, prepareValues } from "../records/prepare";
-import { queryList, writers, type ListResult } from "../records/service";
+import { actor, queryList, writers, type ListResult } from "../records/service";
 import type { Site } from "../site";
 import type { StoredRecord } from "../store/types";
 import { contentKey, FILES, filesOf, MD5_RE, META, variantPrefix } from "./context";
@@ -55,7 +55,7 @@ export async function updateFile(site: Site, p: Principal, uuid: string, body: u
   return site.store.transaction(async (tx) => {
     const current = await tx.get(META, uuid);
     if (!current) throw notFound(`file ${uuid} does not exist`);
-    return writers.updatePrepared(site, tx, def, current, values, p.uuid);
+    return writers.updatePrepared(site, tx, def, current, values, actor(p, "edit"));
   });
 }
 
@@ -72,7 +72,7 @@ export async function deleteFile(site: Site, p: Principal, uuid: string): Promis
     const row = await site.store.transaction(async (tx) => {
       const existing = await tx.get(META, uuid);
       if (!existing) throw notFound(`file ${uuid} does not exist`);
-      await writers.deletePrepared(site, tx, def, existing, p.uuid);
+      await writers.deletePrepared(site, tx, def, existing, actor(p, "delete"));
       return existing;
     });
     await files.blobs.deletePrefix(variantPrefix(uuid));

@@ -7,7 +7,7 @@
 import { authorize, type Principal } from "../access/permissions";
 import { AppError } from "../errors";
 import { prepareValues } from "../records/prepare";
-import { writers } from "../records/service";
+import { actor, writers } from "../records/service";
 import type { Site } from "../site";
 import type { StoredRecord } from "../store/types";
 import type { BlobWriter } from "./blob-store";
@@ -89,7 +89,7 @@ export async function commitUpload(site: Site, p: Principal, staged: Staged, fie
         const row = await site.store.transaction(async (tx) => {
           const raced = await tx.get(META, uuid);
           if (raced) return { row: raced, created: false };
-          return { row: await writers.insertPrepared(site, tx, def, uuid, values, p.uuid), created: true };
+          return { row: await writers.insertPrepared(site, tx, def, uuid, values, actor(p, "create")), created: true };
         });
         return row;
       } catch (e) {

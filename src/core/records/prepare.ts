@@ -86,15 +86,22 @@ export async function prepareValues(store: Store, def: ResourceDef, input: Value
   return out;
 }
 
-/** A select from another resource must name an existing record: its uuid, or its unique `name`. */
+/**
+ * A select from another resource must name an existing record: its uuid, or its unique `name`.
+ * With `reference: "uuid"` (users' `role`) a name is stored as the record's uuid, so that a later
+ * rename of the referenced record changes nothing about what the reference means.
+ */
 async function checkReferences(store: Store, def: ResourceDef, out: Values, errors: FieldErrors) {
   for (const [name, f] of Object.entries(def.fields)) {
     if (f.type !== "select" || !f.resource || errors[name] || isEmpty(out[name])) continue;
     const values = Array.isArray(out[name]) ? (out[name] as unknown[]) : [out[name]];
+    const uuids: string[] = [];
     for (const v of values) {
       const hit = (await store.get(f.resource, String(v))) ?? (await store.findBy(f.resource, "name", String(v)));
       if (!hit) { errors[name] = `"${v}" is not a record of ${f.resource}`; break; }
+      uuids.push(hit.uuid);
     }
+    if (f.reference === "uuid" && !errors[name]) out[name] = Array.isArray(out[name]) ? uuids : uuids[0];
   }
 }
 

@@ -4,8 +4,9 @@
  */
 import type { Site, WriteEvent } from "../site";
 import { HISTORY_WINDOW_MS } from "../site";
-import { authorize, type Principal } from "../access/permissions";
+import { authorize, type Action, type Principal } from "../access/permissions";
 import { guardWrite } from "../access/write-guard";
+import { ACCOUNT_RESOURCES, guardAccountWrite } from "../access/account-guard";
 import { AppError, badRequest, conflict, notFound } from "../errors";
 import type { ResourceDef } from "../definitions/types";
 import { compileList } from "../query/compile";
@@ -78,7 +79,13 @@ async function afterWrite(site: Site, tx: StoreTx, def: ResourceDef, e: WriteEve
   });
 }
 
-async function insertPrepared(site: Site, tx: StoreTx, def: ResourceDef, uuid: string, values: Values, user: string | null, history: "create" | "restore" = "create", created?: number): Promise<StoredRecord> {
+/** Who writes, and which permissions the route needs: checked again inside the transaction for accounts. */
+export type Actor = { p: Principal; via: readonly Action[] };
+export const actor = (p: Principal, ...via: Action[]): Actor => ({ p, via });
+
+async function insertPrepared(site: Site, tx: StoreTx, def: ResourceDef, uuid: string, values: Values, by: Actor, history: "create" | "restore" = "create", created?: number): Promise<StoredRecord> {
+  if (ACCOUNT_RESOURCES.has(def.name)) await guardAccountWrite(site, tx, by.p, def, { uuid, before: null, after: values, via: by.via });
+  const user = by.p.uuid;
   const now = nowSec();
   const row: StoredRecord = { uuid, data: JSON.stringify(values), _created: created ?? now, _modified: now, _created_by: user, _modified_by: user };
   await tx.insert(def.name, row);
@@ -86,9 +93,11 @@ async function insertPrepared(site: Site, tx: StoreTx, def: ResourceDef, uuid: s
   return row;
 }
 
-async function updatePrepared(site: Site, tx: StoreTx, def: ResourceDef, existing: StoredRecord, values: Values, user: string | null, history: "update" | "restore" = "update"): Promise<StoredRecord> {
+async function updatePrepared(site: Site, tx: StoreTx, def: ResourceDef, existing: StoredRecord, values: Values, by: Actor, history: "update" | "restore" = "update"): Promise<StoredRecord> {
   // An update merges the given fields; a restore brings back the whole record as it was.
   const data = history === "restore" ? values : { ...parse(existing), ...values };
+  if (ACCOUNT_RESOURCES.has(def.name)) await guardAccountWrite(site, tx, by.p, def, { uuid: existing.uuid, before: parse(existing), after: data, via: by.via });
+  const user = by.p.uuid;
   const row: StoredRecord = { ...existing, data: JSON.stringify(data), _modified: nowSec(), _modified_by: user };
   await tx.update(def.name, row);
   await afterWrite(site, tx, def, event(def, "update", row, existing, user, data), row, history);
@@ -104,7 +113,7 @@ export async function createRecord(site: Site, p: Principal, resource: string, b
   // A generated uuid cannot exist; a given one is checked early so that a conflict skips the work.
   if (given !== undefined && (await site.store.get(resource, uuid))) throw conflict(`${resource}/${uuid} already exists`);
   const values = await prepareValues(site.store, def, input, "create", uuid);
-  const row = await site.store.transaction((tx) => insertPrepared(site, tx, def, uuid, values, p.uuid));
+  const row = await site.store.transaction((tx) => insertPrepared(site, tx, def, uuid, values, actor(p, "create")));
   return { def, row };
 }
 
@@ -119,18 +128,18 @@ async function prepareUpdate(site: Site, def: ResourceDef, uuid: string, body: u
 
 type Prepared = Awaited<ReturnType<typeof prepareUpdate>>;
 
-async function applyUpdate(site: Site, tx: StoreTx, def: ResourceDef, u: Prepared, user: string | null): Promise<StoredRecord> {
+async function applyUpdate(site: Site, tx: StoreTx, def: ResourceDef, u: Prepared, p: Principal): Promise<StoredRecord> {
   const current = await tx.get(def.name, u.uuid);
-  if (u.create) return current ? updatePrepared(site, tx, def, current, u.values, user) : insertPrepared(site, tx, def, u.uuid, u.values, user);
+  if (u.create) return current ? updatePrepared(site, tx, def, current, u.values, actor(p, "edit")) : insertPrepared(site, tx, def, u.uuid, u.values, actor(p, "create"));
   if (!current) throw notFound(`${def.name}/${u.uuid} does not exist`);
-  return updatePrepared(site, tx, def, current, u.values, user);
+  return updatePrepared(site, tx, def, current, u.values, actor(p, "edit"));
 }
 
 export async function updateRecord(site: Site, p: Principal, resource: string, uuid: string, body: unknown): Promise<{ def: ResourceDef; row: StoredRecord; created: boolean }> {
   const def = site.resource(resource);
   const u = await prepareUpdate(site, def, uuid, await guardWrite(site, p, def, "edit", body, uuid));
   if (u.create) authorize(p, resource, "create");
-  const row = await site.store.transaction((tx) => applyUpdate(site, tx, def, u, p.uuid));
+  const row = await site.store.transaction((tx) => applyUpdate(site, tx, def, u, p));
   return { def, row, created: u.create };
 }
 
@@ -154,7 +163,7 @@ export async function bulkUpdate(site: Site, p: Principal, resource: string, bod
   if (prepared.some((u) => u.create)) authorize(p, resource, "create");
   const rows = await site.store.transaction(async (tx) => {
     const out: StoredRecord[] = [];
-    for (const u of prepared) out.push(await applyUpdate(site, tx, def, u, p.uuid));
+    for (const u of prepared) out.push(await applyUpdate(site, tx, def, u, p));
     return out;
   });
   return { def, rows };
@@ -166,8 +175,7 @@ export async function deleteRecord(site: Site, p: Principal, resource: string, u
   const row = await site.store.transaction(async (tx) => {
     const existing = await tx.get(resource, uuid);
     if (!existing) throw notFound(`${resource}/${uuid} does not exist`);
-    await tx.delete(resource, uuid);
-    await afterWrite(site, tx, def, event(def, "delete", existing, existing, p.uuid), existing, "delete");
+    await deletePrepared(site, tx, def, existing, actor(p, "delete"));
     return existing;
   });
   return { def, row };
@@ -176,7 +184,8 @@ export async function deleteRecord(site: Site, p: Principal, resource: string, u
 export async function deleteAllRecords(site: Site, p: Principal, resource: string): Promise<number> {
   const def = site.resource(resource);
   authorize(p, resource, "delete_all");
-  if (!def.raw.events?.delete?.length) {
+  // Accounts are deleted one by one through their guard (the admin role, stronger users stay).
+  if (!def.raw.events?.delete?.length && !ACCOUNT_RESOURCES.has(def.name)) {
     return site.store.transaction((tx) => tx.deleteAll(resource, def.history ? { user: p.uuid, at: Date.now() } : null));
   }
   // Declared delete events and jobs are delivered for every record, as for single deletes. The
@@ -184,8 +193,7 @@ export async function deleteAllRecords(site: Site, p: Principal, resource: strin
   return site.store.transaction(async (tx) => {
     let n = 0;
     for await (const row of site.store.stream(resource, { where: "", args: [], orderBy: "ORDER BY id", limit: null, offset: 0 })) {
-      await tx.delete(resource, row.uuid);
-      await afterWrite(site, tx, def, event(def, "delete", row, row, p.uuid), row, "delete");
+      await deletePrepared(site, tx, def, row, actor(p, "delete_all"));
       n++;
     }
     return n;
@@ -217,21 +225,22 @@ export async function restoreRecord(site: Site, p: Principal, resource: string, 
   const deletedAt = entries.at(-1)?.action === "delete" ? entries.at(-1)!.at : null;
   if (deletedAt !== null && Date.now() - deletedAt > HISTORY_WINDOW_MS) throw notFound(`${resource}/${uuid} was deleted more than 90 days ago`);
   const values = JSON.parse(entry.data) as Values;
-  // A restore is a write like any other (a restored role or user may not give more than the caller has).
-  await guardWrite(site, p, def, "edit", values, uuid);
+  // A restore is a write like any other: a restored role or user passes the account guard.
+  const by = actor(p, "edit", "create");
   const row = await site.store.transaction(async (tx) => {
     const current = await tx.get(resource, uuid);
     return current
-      ? updatePrepared(site, tx, def, current, values, p.uuid, "restore")
-      : insertPrepared(site, tx, def, uuid, values, p.uuid, "restore", entry._created);
+      ? updatePrepared(site, tx, def, current, values, by, "restore")
+      : insertPrepared(site, tx, def, uuid, values, by, "restore", entry._created);
   });
   return { def, row };
 }
 
 /** Deletes one row inside a transaction with the same history, hooks and events as deleteRecord. */
-async function deletePrepared(site: Site, tx: StoreTx, def: ResourceDef, existing: StoredRecord, user: string | null): Promise<void> {
+async function deletePrepared(site: Site, tx: StoreTx, def: ResourceDef, existing: StoredRecord, by: Actor): Promise<void> {
+  if (ACCOUNT_RESOURCES.has(def.name)) await guardAccountWrite(site, tx, by.p, def, { uuid: existing.uuid, before: parse(existing), after: null, via: by.via });
   await tx.delete(def.name, existing.uuid);
-  await afterWrite(site, tx, def, event(def, "delete", existing, existing, user), existing, "delete");
+  await afterWrite(site, tx, def, event(def, "delete", existing, existing, by.p.uuid), existing, "delete");
 }
 
 /** Core-level writers for library code and import: same rules, no HTTP. */

@@ -9,7 +9,7 @@
  * file I/O, HTTP) happens before the transaction starts.
  */
 import { Database, type Statement } from "bun:sqlite";
-import { mkdirSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import { AppError } from "../errors";
 import type { ResourceDef } from "../definitions/types";
@@ -57,7 +57,14 @@ export class SqliteStore implements Store {
   private readonly versionStmt: Statement;
 
   constructor(readonly path: string) {
-    if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+    if (path !== ":memory:") {
+      // The database holds password hashes and sessions: the folder and the file are the owner's only.
+      // SQLite gives the -wal and -shm files the database file's mode.
+      mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+      chmodSync(dirname(path), 0o700);
+      if (!existsSync(path)) closeSync(openSync(path, "a", 0o600));
+      chmodSync(path, 0o600);
+    }
     this.writer = new Database(path, { create: true, strict: true });
     this.writer.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA journal_size_limit=67108864; PRAGMA foreign_keys=OFF;");
     // The writer waits briefly inside SQLite and otherwise yields (see begin()), so another process

@@ -7,7 +7,9 @@
 import mammoth from "mammoth";
 import { authorize, type Principal } from "../access/permissions";
 import type { FieldDef, ResourceDef } from "../definitions/types";
-import { AppError } from "../errors";
+import { AppError, unauthorized } from "../errors";
+import { takeAiCall } from "../access/rate-limit";
+import { checkZipBounds, type ZipBounds } from "./zip-bounds";
 import { prepareValues } from "../records/prepare";
 import type { Site } from "../site";
 
@@ -38,11 +40,14 @@ export function proposableFields(def: ResourceDef): [string, FieldDef][] {
 
 export async function proposeFromDocument(site: Site, p: Principal, resource: string, upload: () => Promise<{ file: Blob; name: string }>): Promise<DocumentProposal> {
   const def = site.resource(resource);
+  // Every call spends the site's AI credits: never for anonymous visitors, whatever forms allow.
+  if (p.kind === "anonymous") throw unauthorized("import-document needs a signed-in user or a bearer token");
   authorize(p, resource, "create");
   const { aiApiKey, aiBaseUrl, aiModel } = site.config;
   if (!aiApiKey) throw new AppError(503, "SERVICE_UNAVAILABLE", "import-document needs an AI provider: set AI_API_KEY (and AI_BASE_URL, AI_MODEL) in DIR/.env");
   const { file, name } = await upload();
-  const html = await docxToHtml(file);
+  const html = await docxToHtml(file, { maxUncompressed: site.config.documentMaxUnzipped, maxEntries: 1000 });
+  await takeAiCall(site, p);
   const truncated = html.length > MAX_DOCUMENT_CHARS;
   const text = truncated ? html.slice(0, MAX_DOCUMENT_CHARS) : html;
   const answer = await complete(aiBaseUrl, aiApiKey, aiModel, messages(def, text));
@@ -50,11 +55,12 @@ export async function proposeFromDocument(site: Site, p: Principal, resource: st
   return { resource, ...checked, document: { name, characters: html.length, truncated }, model: aiModel };
 }
 
-async function docxToHtml(file: Blob): Promise<string> {
+async function docxToHtml(file: Blob, bounds: ZipBounds): Promise<string> {
   const bytes = new Uint8Array(await file.arrayBuffer());
   // A .docx is a zip archive: "PK\3\4".
   const isZip = bytes.length > 4 && bytes[0] === 0x50 && bytes[1] === 0x4b && bytes[2] === 0x03 && bytes[3] === 0x04;
   if (!isZip) throw new AppError(415, "UNSUPPORTED_MEDIA_TYPE", "the file is not a .docx document");
+  checkZipBounds(bytes, bounds);
   try {
     const r = await mammoth.convertToHtml({ buffer: Buffer.from(bytes) });
     return r.value;

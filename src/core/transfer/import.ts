@@ -14,13 +14,12 @@
 import { join } from "node:path";
 import type { Principal } from "../access/permissions";
 import { authorize } from "../access/permissions";
-import { guardWrite } from "../access/write-guard";
 import { DefinitionError, RESOURCE_NAME } from "../definitions/load";
 import type { DefinitionFile, ResourceDef } from "../definitions/types";
 import { isSystemField } from "../definitions/types";
 import { AppError, badRequest } from "../errors";
 import { checkUuid, prepareValues, type Values } from "../records/prepare";
-import { writers } from "../records/service";
+import { actor, writers } from "../records/service";
 import type { Site } from "../site";
 import type { StoreTx } from "../store/types";
 import type { Format } from "./format";
@@ -206,8 +205,6 @@ async function prepareRow(site: Site, p: Principal, def: ResourceDef, r: SourceR
     if (format !== "json" && v === null && !update) continue;
     input[k] = v;
   }
-  // Accounts carry extra rules (nobody hands out a role above their own): the same guard as the API.
-  if (def.name === "users") input = await guardWrite(site, p, def, update ? "edit" : "create", input, update ? uuid : undefined);
   const values = await prepareValues(site.store, def, input, update ? "update" : "create", uuid);
   return { row: r.row, kind: update ? "u" : "c", uuid, created: update ? null : created, values };
 }
@@ -237,6 +234,8 @@ async function writePhase(site: Site, p: Principal, def: ResourceDef, spool: Spo
   return site.store.transaction(async (outer) => {
     const { tx, state } = trackWrites(outer, def.name);
     const counts = { created: 0, updated: 0 };
+    // Every row passes the same account guard as an API write of it, inside this transaction.
+    const by = actor(p, "import");
     let n = 0;
     for (const e of spool.entries()) {
       if (++n % YIELD_EVERY === 0) {
@@ -247,16 +246,18 @@ async function writePhase(site: Site, p: Principal, def: ResourceDef, spool: Spo
       try {
         const current = await tx.get(def.name, e.uuid);
         if (current) {
-          await writers.updatePrepared(site, tx, def, current, e.values, p.uuid);
+          await writers.updatePrepared(site, tx, def, current, e.values, by);
           counts.updated++;
         } else if (e.kind === "c") {
-          await writers.insertPrepared(site, tx, def, e.uuid, e.values, p.uuid, "create", e.created ?? undefined);
+          await writers.insertPrepared(site, tx, def, e.uuid, e.values, by, "create", e.created ?? undefined);
           counts.created++;
         } else {
           report.reject(e.row, [{ field: null, reason: "the record it matched was deleted during the import" }], e.uuid);
         }
       } catch (err) {
-        if (!(err instanceof AppError) || state.failed !== e.uuid) throw err;
+        // A row refused by the account guard (users, roles) is rejected alone, like an invalid one.
+        const refused = err instanceof AppError && err.status === 403;
+        if (!(err instanceof AppError) || (state.failed !== e.uuid && !refused)) throw err;
         report.reject(e.row, problemsOf(err), e.uuid);
       }
     }
