@@ -6,7 +6,7 @@ import { AppError } from "../src/core/errors";
 import { importRecords, type ImportProgress, type ImportResult } from "../src/core/transfer/import";
 import { action, withSite } from "./common";
 
-type Opts = { dir?: string; json?: boolean; strict?: boolean };
+type Opts = { dir?: string; json?: boolean; strict?: boolean; allowMissingFiles?: boolean };
 
 /** Exit code when rows were rejected under --strict (nothing was written). */
 export const EXIT_REJECTED = 3;
@@ -17,11 +17,12 @@ export function registerImport(program: Command) {
     .description("import a JSON, csv or tsv file into a resource (same rules and stats as the HTTP import)")
     .option("--dir <dir>", "site directory")
     .option("--json", "print the stats and rejected rows as JSON")
+    .option("--allow-missing-files", "accept image/file values that name no uploaded file yet (bring records before their files)")
     .option("--strict", `all or nothing: if any row is rejected, write nothing and exit ${EXIT_REJECTED}`)
     .action(action(async (resource: string, file: string, o: Opts) => {
       if (!existsSync(file) || !statSync(file).isFile()) throw new AppError(400, "INVALID_DATA", `cannot read ${file}: no such file`);
       const bar = process.stderr.isTTY ? progressBar() : null;
-      const r = await withSite(o, (site) => importRecords(site, SYSTEM, resource, Bun.file(file), { name: basename(file), strict: o.strict, onProgress: bar?.update }));
+      const r = await withSite(o, (site) => importRecords(site, SYSTEM, resource, Bun.file(file), { name: basename(file), strict: o.strict, allowMissingFiles: o.allowMissingFiles, onProgress: bar?.update }));
       bar?.done();
       print(r, o);
       if (r.rolled_back) process.exitCode = EXIT_REJECTED;

@@ -8,6 +8,7 @@ import { badRequest } from "../core/errors";
 import { authenticate } from "./auth";
 import { errorResponse } from "./errors";
 import { limitedBody } from "./upload-body";
+import { jsonDepthExceeds, MAX_JSON_DEPTH } from "../core/validation/json-depth";
 
 export type Ctx = {
   site: Site;
@@ -67,6 +68,7 @@ export async function readJson(request: Request, max = Number.MAX_SAFE_INTEGER):
   for await (const chunk of limitedBody(request, max, max)) chunks.push(chunk);
   const text = Buffer.concat(chunks).toString("utf8");
   if (text.trim() === "") return {};
+  if (jsonDepthExceeds(text)) throw badRequest(`the body nests deeper than ${MAX_JSON_DEPTH} levels`);
   try {
     return JSON.parse(text);
   } catch {

@@ -75,7 +75,7 @@ const str = (s: string, max: number) => {
 
 /** The request line. `url` is the full request URL: only its path is kept, the query string never. */
 export function logRequest(method: string, url: string, status: number, ms: number, user: string, id: string) {
-  const start = url.indexOf("/", url.indexOf("//") + 2);
+  const start = url.startsWith("/") ? 0 : url.indexOf("/", url.indexOf("//") + 2);
   const q = url.indexOf("?", start);
   const path = start < 0 ? "/" : url.slice(start, q < 0 ? undefined : q);
   const duration = Math.round(ms * 100) / 100;

@@ -11,6 +11,7 @@ import { errorResponse } from "./errors";
 import { flushLogs, logEvent, logRequest, resolveLogFormat, setLogFormat } from "./logging";
 import { startHooks, stopHooks } from "../core/extensions/runtime";
 import { withCors } from "./cors";
+import { normalizeTarget } from "./request-target";
 import { watchDefinitions } from "../core/definitions/watch";
 import { removeLeftovers } from "../core/leftovers";
 
@@ -29,12 +30,17 @@ export type Running = {
 /** Bun's default body cap is 128 MiB; a larger upload limit must raise it (multipart adds a little). */
 const bodyCap = (maxUpload: number) => Math.max(128 * 1024 * 1024, maxUpload + 1024 * 1024);
 
-/** Wraps the app's fetch with the request log: one line per answer, 404s and 405s included. */
+/**
+ * Wraps the app's fetch with the request log: one line per answer, 404s and 405s included. The
+ * request target is normalised first, so the router, permissions and the log see one path.
+ */
 function logged(app: App) {
-  return async (request: Request): Promise<Response> => {
+  return async (incoming: Request): Promise<Response> => {
     const t0 = performance.now();
+    let request = incoming;
     let res: Response;
     try {
+      request = normalizeTarget(incoming);
       res = await app.fetch(request);
     } catch (e) {
       // Elysia answers its own errors; this only catches what escaped it. Logged once, in errorResponse.

@@ -42,10 +42,12 @@ async function importRoute(c: Ctx, resource: string): Promise<Response> {
   only(c, "POST");
   const p = await c.principal();
   const strict = /^(1|true|yes)$/i.test(c.url().searchParams.get("strict") ?? "");
+  // A migration may bring records before their files (documented in docs/transfer.md).
+  const allowMissingFiles = c.url().searchParams.get("missing_files") === "allow";
   const upload = await spoolFilePart(c.site, c.request);
   let r: Awaited<ReturnType<typeof importRecords>>;
   try {
-    r = await importRecords(c.site, p, resource, upload.file, { name: upload.name, strict });
+    r = await importRecords(c.site, p, resource, upload.file, { name: upload.name, strict, allowMissingFiles });
   } finally {
     upload.remove();
   }

@@ -18,6 +18,14 @@ export type ListParams = Partial<Record<"limit" | "offset" | "sort" | "filter" |
 
 const FLAGS = new Set(["text", "string", "numeric"]);
 
+/**
+ * Bounds of one list query (documented in docs/limits.md). Past them SQLite's own limits (expression
+ * depth, bound variables) would fail the query with a 500; a clear 400 comes first.
+ */
+export const LIMITS = { sortTerms: 10, filterConditions: 32, alternatives: 100, searchLength: 200 } as const;
+
+const tooMany = (what: string, max: number) => badRequest(`${what}: at most ${max} (a limit of resd, see docs/limits.md)`);
+
 function nonNegativeInt(name: string, raw: string): number {
   if (!/^\d+$/.test(raw.trim())) throw badRequest(`${name} must be a non-negative integer`);
   const n = Number(raw);
@@ -26,7 +34,9 @@ function nonNegativeInt(name: string, raw: string): number {
 }
 
 export function parseSort(raw: string): SortEntry[] {
-  return raw.split(",").map((s) => s.trim()).filter(Boolean).map((entry) => {
+  const entries = raw.split(",").map((s) => s.trim()).filter(Boolean);
+  if (entries.length > LIMITS.sortTerms) throw tooMany(`sort has ${entries.length} entries`, LIMITS.sortTerms);
+  return entries.map((entry) => {
     const parts = entry.split("|").map((p) => p.trim());
     if (parts.length > 3 || !parts[0]) throw badRequest(`sort entry "${entry}" is not field|order or field|flag|order`);
     const [field, a, b] = parts;
@@ -39,15 +49,24 @@ export function parseSort(raw: string): SortEntry[] {
 }
 
 export function parseFilter(raw: string): FilterCond[] {
-  return raw.split(",").filter((s) => s.trim()).map((cond) => {
+  const conds = raw.split(",").filter((s) => s.trim());
+  if (conds.length > LIMITS.filterConditions) throw tooMany(`filter has ${conds.length} conditions`, LIMITS.filterConditions);
+  return conds.map((cond) => {
     const i = cond.indexOf(":");
     if (i < 1) throw badRequest(`filter "${cond}" is not field:value`);
     const field = cond.slice(0, i).trim();
     let value = cond.slice(i + 1);
     const negate = value.startsWith("!");
     if (negate) value = value.slice(1);
-    return { field, values: value.split("||"), negate };
+    const values = value.split("||");
+    if (values.length > LIMITS.alternatives) throw tooMany(`filter on ${field} has ${values.length} alternatives (||)`, LIMITS.alternatives);
+    return { field, values, negate };
   });
+}
+
+function checkSearch(s: string): string {
+  if ([...s].length > LIMITS.searchLength) throw tooMany(`search is ${[...s].length} characters long`, LIMITS.searchLength);
+  return s;
 }
 
 export function parseListParams(p: ListParams, maxLimit = 0): ListQuery {
@@ -59,7 +78,7 @@ export function parseListParams(p: ListParams, maxLimit = 0): ListQuery {
     offset: has(p.offset) ? nonNegativeInt("offset", p.offset) : 0,
     sort: has(p.sort) ? parseSort(p.sort) : [],
     filter: has(p.filter) ? parseFilter(p.filter) : [],
-    search: has(p.search) ? p.search : null,
+    search: has(p.search) ? checkSearch(p.search) : null,
     wantsTotal: has(p.limit) || has(p.offset) || has(p.sort) || has(p.filter),
   };
 }

@@ -4,7 +4,7 @@
  * one-way hashing of password and encrypted fields, references and unique values.
  * Runs before the transaction: it may hash and read, never write.
  */
-import type { ResourceDef } from "../definitions/types";
+import type { FieldDef, ResourceDef } from "../definitions/types";
 import { isSystemField } from "../definitions/types";
 import { AppError, badRequest, type FieldErrors } from "../errors";
 import type { Store } from "../store/types";
@@ -37,27 +37,37 @@ const hashSecret = (v: unknown) => (typeof v === "string" && v !== "" ? Bun.pass
 
 /** Applies html cleaning and shortcode escaping to one checked value. */
 function clean(def: ResourceDef, name: string, value: unknown): unknown {
-  const f = def.fields[name];
-  let v = value;
-  if (f.type === "html") {
-    const one = (s: unknown) => (typeof s === "string" ? cleanHtml(s, f, def.raw.buttons) : s);
-    v = f.i18n && v && typeof v === "object" ? Object.fromEntries(Object.entries(v).map(([k, s]) => [k, one(s)])) : one(v);
-  }
+  const v = cleanHtmlIn(def, def.fields[name], value);
   return def.keepShortcodes ? v : escapeShortcodes(v);
+}
+
+/** Every string of every html field is cleaned: single, multi, per language, and inside group rows. */
+function cleanHtmlIn(def: ResourceDef, f: FieldDef, v: unknown): unknown {
+  if (f.type === "group") {
+    if (!f.fields || v === null || typeof v !== "object") return v;
+    const row = (r: Record<string, unknown>) => Object.fromEntries(Object.entries(r).map(([k, x]) => [k, f.fields![k] ? cleanHtmlIn(def, f.fields![k], x) : x]));
+    return Array.isArray(v) ? v.map((r) => row(r as Record<string, unknown>)) : row(v as Record<string, unknown>);
+  }
+  if (f.type !== "html") return v;
+  const walk = (x: unknown): unknown =>
+    typeof x === "string" ? cleanHtml(x, f, def.raw.buttons) : Array.isArray(x) ? x.map(walk) : x && typeof x === "object" ? Object.fromEntries(Object.entries(x).map(([k, y]) => [k, walk(y)])) : x;
+  return walk(v);
 }
 
 /**
  * Checks the given fields of a create or update and returns the values to store.
  * `uuid` is the record being written (excluded from unique checks).
  */
-export async function prepareValues(store: Store, def: ResourceDef, input: Values, mode: "create" | "update", uuid: string): Promise<Values> {
+export type PrepareOptions = { allowMissingFiles?: boolean };
+
+export async function prepareValues(store: Store, def: ResourceDef, input: Values, mode: "create" | "update", uuid: string, opts: PrepareOptions = {}): Promise<Values> {
   const errors: FieldErrors = Object.create(null); // a key such as __proto__ must stay a key
   const out: Values = Object.create(null);
   for (const [name, raw] of Object.entries(input)) {
     if (isSystemField(name)) continue; // set by the service only
     if (!def.fields[name]) { errors[name] = `not a field of ${def.name}`; continue; }
     const r = checkField(def, name, raw);
-    if (!r.ok) { errors[name] = r.error; continue; }
+    if (!r.ok) { errors[`${name}${r.at ?? ""}`] = r.error; continue; }
     out[name] = r.value;
   }
   for (const [name, f] of Object.entries(def.fields)) {
@@ -78,6 +88,7 @@ export async function prepareValues(store: Store, def: ResourceDef, input: Value
   if (def.name === "users" && typeof out.email === "string") out.email = out.email.toLowerCase();
   await checkReferences(store, def, out, errors);
   await checkUnique(store, def, out, uuid, errors);
+  if (!opts.allowMissingFiles) await checkFiles(store, def, out, errors);
   if (Object.keys(errors).length) throw new AppError(422, "INVALID_DATA", "one or more fields are invalid", { errors });
   for (const name of Object.keys(out)) {
     const f = def.fields[name];
@@ -109,7 +120,34 @@ async function checkUnique(store: Store, def: ResourceDef, out: Values, uuid: st
   for (const name of def.unique) {
     if (errors[name] || isEmpty(out[name])) continue;
     const v = out[name];
+    if (def.fields[name]?.i18n && v && typeof v === "object" && !Array.isArray(v)) {
+      for (const [lang, x] of Object.entries(v)) {
+        if (isEmpty(x) || typeof x === "object") continue;
+        if (await store.findByKey(def.name, name, lang, x as string | number | boolean, uuid)) { errors[name] = `the ${lang} value "${x}" is already used by another record`; break; }
+      }
+      continue;
+    }
     if (typeof v === "object") continue;
     if (await store.findBy(def.name, name, v as string | number | boolean, uuid)) errors[name] = "this value is already used by another record";
+  }
+}
+
+const FILE_TYPES = new Set(["image", "file", "upload", "gallery"]);
+const MD5 = /^[0-9a-f]{32}$/;
+
+/**
+ * Image, file, upload and gallery values name files of the media library by uuid (the MD5 of the
+ * content). Unless the writer asks to bring records before their files (an import's
+ * `allowMissingFiles`), each must exist.
+ */
+async function checkFiles(store: Store, def: ResourceDef, out: Values, errors: FieldErrors) {
+  for (const [name, f] of Object.entries(def.fields)) {
+    if (!FILE_TYPES.has(f.type) || errors[name] || isEmpty(out[name])) continue;
+    const v = out[name];
+    const each = (Array.isArray(v) ? v : v && typeof v === "object" ? Object.values(v).flat() : [v]).filter((x) => !isEmpty(x));
+    for (const x of each) {
+      const id = String(x);
+      if (!MD5.test(id) || !(await store.get(".files_meta", id))) { errors[name] = `"${id}" is not a file of the media library (upload it first: POST /api/v1/.files)`; break; }
+    }
   }
 }

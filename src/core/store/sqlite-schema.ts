@@ -47,8 +47,16 @@ function wantedIndexes(def: ResourceDef, d: Dialect): Map<string, string> {
     out.set(name, `CREATE INDEX ${quoteIdent(name)} ON ${table} (${cols.map((c) => d.field(c)).join(", ")})`);
   }
   for (const col of def.unique) {
-    const name = `${prefix(def.name)}unique:${col}`;
-    out.set(name, `CREATE UNIQUE INDEX ${quoteIdent(name)} ON ${table} (${d.field(col)})`);
+    // A translated field is unique per language: one index per language value, not the whole object.
+    const languages = def.fields[col]?.i18n ? (def.raw.languages ?? []) : [];
+    if (!languages.length) {
+      const name = `${prefix(def.name)}unique:${col}`;
+      out.set(name, `CREATE UNIQUE INDEX ${quoteIdent(name)} ON ${table} (${d.field(col)})`);
+    }
+    for (const lang of languages) {
+      const name = `${prefix(def.name)}unique:${col}.${lang}`;
+      out.set(name, `CREATE UNIQUE INDEX ${quoteIdent(name)} ON ${table} (${d.fieldKey(col, lang)})`);
+    }
   }
   return out;
 }

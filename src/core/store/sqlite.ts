@@ -164,6 +164,12 @@ export class SqliteStore implements Store {
       .get(value as never, (except ?? "") as never) as StoredRecord | null;
   }
 
+  async findByKey(resource: string, field: string, key: string, value: SqlValue, except?: string): Promise<StoredRecord | null> {
+    return this.reader
+      .query(`SELECT ${COLS} FROM ${this.dialect.table(resource)} WHERE ${this.dialect.fieldKey(field, key)} = ? AND uuid != ? LIMIT 1`)
+      .get(value as never, (except ?? "") as never) as StoredRecord | null;
+  }
+
   async lastChange(resource: string): Promise<number> {
     return this.remember(this.memo.change, resource, 10_000,
       () => (this.reader.query("SELECT changed_ms FROM _resd_changes WHERE resource = ?").get(resource) as { changed_ms: number } | null)?.changed_ms ?? 0);

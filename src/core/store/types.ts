@@ -64,6 +64,8 @@ export interface Store {
   count(resource: string, where: string, args: SqlValue[]): Promise<number>;
   /** Finds a record (other than `except`) whose field equals value: unique checks, import matching. */
   findBy(resource: string, field: string, value: SqlValue, except?: string): Promise<StoredRecord | null>;
+  /** The same for one key of an object field (one language of a translated field). */
+  findByKey(resource: string, field: string, key: string, value: SqlValue, except?: string): Promise<StoredRecord | null>;
   /** A number that changes whenever anything (this process or another) commits; cheap to ask. */
   version(): number;
   /** Milliseconds of the last committed write (create, update or delete) in a resource; 0 if none. */

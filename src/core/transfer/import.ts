@@ -18,7 +18,7 @@ import { DefinitionError, RESOURCE_NAME } from "../definitions/load";
 import type { DefinitionFile, ResourceDef } from "../definitions/types";
 import { isSystemField } from "../definitions/types";
 import { AppError, badRequest } from "../errors";
-import { checkUuid, prepareValues, type Values } from "../records/prepare";
+import { checkUuid, prepareValues, type PrepareOptions, type Values } from "../records/prepare";
 import { actor, writers } from "../records/service";
 import type { Site } from "../site";
 import type { StoreTx } from "../store/types";
@@ -46,6 +46,8 @@ export type ImportOptions = {
   name?: string;
   /** All or nothing: one rejected row and nothing is written. */
   strict?: boolean;
+  /** Bring records before their files: image/file values need not name an uploaded file yet. */
+  allowMissingFiles?: boolean;
   onProgress?: (p: ImportProgress) => void;
 };
 
@@ -65,7 +67,7 @@ export async function importRecords(site: Site, p: Principal, resource: string, 
   const report = new Report();
   const spool = new Spool(join(site.config.dir, "data"));
   try {
-    await readPhase(site, p, def, source.rows(def), source.format, spool, report, () => opts.onProgress?.({ ...progress, rows: report.total }));
+    await readPhase(site, p, def, source.rows(def), source.format, spool, report, () => opts.onProgress?.({ ...progress, rows: report.total }), { allowMissingFiles: opts.allowMissingFiles });
     await spool.finish();
     const result = (w: { created: number; updated: number }, rolledBack: boolean): ImportResult => ({
       stats: { imported: w.created + w.updated, errors: report.errors, created: w.created, updated: w.updated, total: report.total },
@@ -132,7 +134,7 @@ type Planned = { row: number; keys: MatchKey[]; given: string | null; work: Prom
  * Phase 1. Rows are matched in file order, then prepared up to WINDOW at a time. A row that shares
  * a match key with a row still in the window waits for it, so every row sees the rows before it.
  */
-async function readPhase(site: Site, p: Principal, def: ResourceDef, rows: AsyncIterable<SourceRow>, format: Format, spool: Spool, report: Report, tick: () => void) {
+async function readPhase(site: Site, p: Principal, def: ResourceDef, rows: AsyncIterable<SourceRow>, format: Format, spool: Spool, report: Report, tick: () => void, prep: PrepareOptions) {
   const index = new MatchIndex(site.store, def);
   let window: Planned[] = [];
   let windowKeys = new Set<string>();
@@ -165,7 +167,7 @@ async function readPhase(site: Site, p: Principal, def: ResourceDef, rows: Async
     if (window.length >= WINDOW || keys.some((k) => windowKeys.has(k.key)) || (head.uuid !== null && windowKeys.has(head.uuid))) await flush();
     const target = await index.find(head.uuid, keys);
     const uuid = target ?? head.uuid ?? crypto.randomUUID();
-    const work = prepareRow(site, p, def, r, format, target !== null, uuid, head.created).catch((e: unknown): Outcome =>
+    const work = prepareRow(site, def, r, format, target !== null, uuid, head.created, prep).catch((e: unknown): Outcome =>
       e instanceof AppError && (e.status === 400 || e.status === 422) ? e : { fatal: e });
     window.push({ row: r.row, keys, given: head.uuid, work });
     for (const k of keys) windowKeys.add(k.key);
@@ -197,7 +199,7 @@ function readSystemFields(r: SourceRow): { uuid: string | null; created: number 
   return { uuid, created };
 }
 
-async function prepareRow(site: Site, p: Principal, def: ResourceDef, r: SourceRow, format: Format, update: boolean, uuid: string, created: number | null): Promise<SpoolEntry> {
+async function prepareRow(site: Site, def: ResourceDef, r: SourceRow, format: Format, update: boolean, uuid: string, created: number | null, prep: PrepareOptions): Promise<SpoolEntry> {
   let input: Values = {};
   for (const [k, v] of Object.entries(r.values)) {
     if (isSystemField(k)) continue;
@@ -205,7 +207,7 @@ async function prepareRow(site: Site, p: Principal, def: ResourceDef, r: SourceR
     if (format !== "json" && v === null && !update) continue;
     input[k] = v;
   }
-  const values = await prepareValues(site.store, def, input, update ? "update" : "create", uuid);
+  const values = await prepareValues(site.store, def, input, update ? "update" : "create", uuid, prep);
   return { row: r.row, kind: update ? "u" : "c", uuid, created: update ? null : created, values };
 }
 

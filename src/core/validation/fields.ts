@@ -5,9 +5,14 @@
  */
 import type { FieldDef, ResourceDef } from "../definitions/types";
 
-export type Checked = { ok: true; value: unknown } | { ok: false; error: string };
+/** A failure may name where inside the value it is (`[2].title` inside a group). */
+export type Checked = { ok: true; value: unknown } | { ok: false; error: string; at?: string };
 const ok = (value: unknown): Checked => ({ ok: true, value });
-const fail = (error: string): Checked => ({ ok: false, error });
+const fail = (error: string, at?: string): Checked => ({ ok: false, error, at });
+
+/** Rows of one group value, and how deep groups may nest (a stored value must never poison a list). */
+export const GROUP_MAX_ROWS = 1000;
+export const GROUP_MAX_DEPTH = 32;
 
 export const isEmpty = (v: unknown) =>
   v === null || v === undefined || v === "" || (Array.isArray(v) && v.length === 0) ||
@@ -64,8 +69,6 @@ function checkScalar(f: FieldDef, v: unknown, range: [number, number] | null): C
       if (typeof v === "string" && /^(1|true|yes|on)$/i.test(v)) return ok(true);
       if (typeof v === "string" && /^(0|false|no|off)$/i.test(v)) return ok(false);
       return fail("must be true or false");
-    case "group":
-      return typeof v === "object" && v !== null ? ok(v) : fail("must be an object or a list of objects");
   }
   if (typeof v === "number" && f.type !== "select") v = String(v);
   if (typeof v !== "string") {
@@ -90,6 +93,43 @@ function checkScalar(f: FieldDef, v: unknown, range: [number, number] | null): C
   }
 }
 
+const isRow = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+const isPlain = (v: unknown) => v === null || ["string", "number", "boolean"].includes(typeof v);
+
+/**
+ * A group is one row or a list of rows; each row's keys are the group's `fields`, each checked by
+ * the same rules as a top-level field (nested groups too). A group without `fields` takes rows of
+ * plain values (text, numbers, booleans, or lists of them) only.
+ */
+function checkGroup(def: ResourceDef, f: FieldDef, v: unknown, depth: number): Checked {
+  if (depth > GROUP_MAX_DEPTH) return fail(`groups nest at most ${GROUP_MAX_DEPTH} deep`);
+  const rows = Array.isArray(v) ? v : [v];
+  if (rows.length > GROUP_MAX_ROWS) return fail(`a group holds at most ${GROUP_MAX_ROWS} rows`);
+  const out: Record<string, unknown>[] = [];
+  for (const [i, row] of rows.entries()) {
+    const at = Array.isArray(v) ? `[${i}]` : "";
+    if (!isRow(row)) return fail("must be an object (a row of the group's fields)", at);
+    const clean: Record<string, unknown> = Object.create(null);
+    for (const [key, value] of Object.entries(row)) {
+      const sub = f.fields?.[key];
+      if (!f.fields) {
+        if (!isPlain(value) && !(Array.isArray(value) && value.every(isPlain))) return fail("must be text, a number, a boolean or a list of them", `${at}.${key}`);
+        clean[key] = value;
+        continue;
+      }
+      if (!sub) return fail(`not a field of the group (${Object.keys(f.fields).join(", ")})`, `${at}.${key}`);
+      const r = checkValue(def, sub, value, null, depth + 1);
+      if (!r.ok) return fail(r.error, `${at}.${key}${r.at ?? ""}`);
+      clean[key] = r.value;
+    }
+    for (const [key, sub] of Object.entries(f.fields ?? {})) {
+      if (sub.required && isEmpty(clean[key])) return fail("is required", `${at}.${key}`);
+    }
+    out.push(clean);
+  }
+  return ok(Array.isArray(v) ? out : out[0]);
+}
+
 /** Unwraps multi / gallery lists. */
 function checkList(f: FieldDef, v: unknown, range: [number, number] | null): Checked {
   if (f.multi || f.type === "gallery") {
@@ -102,7 +142,6 @@ function checkList(f: FieldDef, v: unknown, range: [number, number] | null): Che
     }
     return ok(out);
   }
-  if (f.type === "group" && Array.isArray(v)) return v.every((x) => typeof x === "object" && x !== null) ? ok(v) : fail("must be a list of objects");
   return checkScalar(f, v, range);
 }
 
@@ -113,9 +152,12 @@ export function rangeFor(def: ResourceDef, name: string): [number, number] | nul
 }
 
 export function checkField(def: ResourceDef, name: string, v: unknown): Checked {
-  const f = def.fields[name];
+  return checkValue(def, def.fields[name], v, rangeFor(def, name), 0);
+}
+
+function checkValue(def: ResourceDef, f: FieldDef, v: unknown, range: [number, number] | null, depth: number): Checked {
   if (v === null || v === undefined || v === "") return ok(v === undefined ? null : v);
-  const range = rangeFor(def, name);
+  if (f.type === "group") return checkGroup(def, f, v, depth);
   if (!f.i18n) return checkList(f, v, range);
   if (typeof v !== "object" || Array.isArray(v)) return fail(`must be an object keyed by language (${(def.raw.languages ?? []).join(", ")})`);
   const out: Record<string, unknown> = {};

@@ -1,0 +1,40 @@
+/**
+ * One absolute URL for every request, before routing. Bun hands over the request target as it came
+ * when the Host header is missing (HTTP/1.0) or not a valid host: `/static/img/api/v1/notes/x`.
+ * Routers that cut the path at a fixed offset of an absolute URL then route one path, permissions
+ * see another and the log a third; `new URL(request.url)` throws. Here the URL is rebuilt on the
+ * request's own host when valid, else on a fixed base, and a target that is not an origin-form path
+ * (`/…`) or an absolute http(s) URL is answered 400 — so routing, permissions and logs all see the
+ * same path.
+ */
+import { badRequest } from "../core/errors";
+
+/** Used when the request names no valid host; links built from it are relative in spirit only. */
+export const FALLBACK_ORIGIN = "http://localhost";
+
+function hostOrigin(host: string | null): string {
+  if (!host) return FALLBACK_ORIGIN;
+  const u = URL.parse(`http://${host}/`);
+  // `a/b` parses as host a with path /b, `a:99999` not at all: both are not a host.
+  return u && u.host === host.toLowerCase() && u.pathname === "/" ? `http://${u.host}` : FALLBACK_ORIGIN;
+}
+
+/** The request with a well-formed absolute URL, or throws 400 for a target that is not a path. */
+export function normalizeTarget(request: Request): Request {
+  const raw = request.url;
+  if (raw.startsWith("http://") || raw.startsWith("https://")) {
+    const u = URL.parse(raw);
+    if (u) return u.href === raw ? request : new Request(u.href, request);
+    // An absolute URL with a host Bun took but URL cannot parse (a port past 65535): keep the path.
+    const slash = raw.indexOf("/", raw.indexOf("//") + 2);
+    return rebuild(request, slash < 0 ? "/" : raw.slice(slash), FALLBACK_ORIGIN);
+  }
+  if (!raw.startsWith("/") || raw.startsWith("//")) throw badRequest("the request target must be a path starting with /");
+  return rebuild(request, raw, hostOrigin(request.headers.get("host")));
+}
+
+function rebuild(request: Request, target: string, origin: string): Request {
+  const u = URL.parse(target, origin);
+  if (!u || u.origin !== origin) throw badRequest("the request target must be a path starting with /");
+  return new Request(u.href, request);
+}
