@@ -307,6 +307,20 @@ describe("leaks", () => {
     expect(found).toEqual([]);
   });
 
+  test("the OpenAPI document of a view-only caller holds no input schema of an operation it may not use", async () => {
+    const v = await userWithRole(s, "viewer-openapi@example.com", "user-viewer", ["view-users", "view-notes"]);
+    const doc = (await call(s.base, "GET", "/api/v1/openapi.json", { token: v.token })).body as any;
+    expect(Object.keys(doc.paths)).toContain("/api/v1/users");
+    const components = JSON.stringify(doc.components);
+    for (const name of ['"password"', '"api"', '"salt"', "users.input"]) expect(components).not.toContain(name);
+    // Anonymous visitors may post notes, so this caller may too: that input schema stays.
+    expect(Object.keys(doc.components.schemas)).toContain("notes.input");
+    // Every reference still resolves.
+    const refs = [...JSON.stringify(doc).matchAll(/"#\/components\/(\w+)\/([^"]+)"/g)];
+    expect(refs.length).toBeGreaterThan(0);
+    for (const [, kind, name] of refs) expect(doc.components[kind][name], `${kind}/${name}`).toBeDefined();
+  });
+
   test("secret files are private: data/ 0700; resd.db and .env 0600", () => {
     expect(statSync(join(s.dir, "data")).mode & 0o777).toBe(0o700);
     expect(statSync(join(s.dir, "data", "resd.db")).mode & 0o777).toBe(0o600);

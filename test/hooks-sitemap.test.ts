@@ -1,4 +1,5 @@
 /** GET /sitemap.xml through the real server: i18n, published, each, escaping, lastmod, index split. */
+import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { adminSite, makeSite, serve } from "./helpers/site";
@@ -110,16 +111,17 @@ describe("sitemap", () => {
 });
 
 describe("sitemap index", () => {
-  test("above RESD_SITEMAP_MAX_URLS URLs, /sitemap.xml is an index of /sitemap-N.xml parts; base from the Host", async () => {
-    const split = await serve(s.dir, { env: { RESD_SITEMAP_MAX_URLS: "3" } });
+  test("above RESD_SITEMAP_MAX_URLS URLs, /sitemap.xml is an index of /sitemap-N.xml parts; base from the first CORS origin", async () => {
+    const origin = "https://app.example.org";
+    const split = await serve(s.dir, { env: { RESD_SITEMAP_MAX_URLS: "3", RESD_CORS_ORIGINS: `${origin}, https://other.example.net` } });
     try {
       const index = await (await fetch(`${split.base}/sitemap.xml`)).text();
       wellFormed(index, "sitemapindex");
       const parts = locs(index);
-      expect(parts).toEqual([1, 2, 3].map((n) => `${split.base}/sitemap-${n}.xml`));
+      expect(parts).toEqual([1, 2, 3].map((n) => `${origin}/sitemap-${n}.xml`));
       const all: string[] = [];
       for (const p of parts) {
-        const res = await fetch(p);
+        const res = await fetch(split.base + new URL(p).pathname);
         expect(res.status).toBe(200);
         const xml = await res.text();
         wellFormed(xml, "urlset");
@@ -128,11 +130,38 @@ describe("sitemap index", () => {
       }
       expect(all.length).toBe(8);
       expect(new Set(all).size).toBe(8);
-      expect(all).toContain(`${split.base}/en/about`);
+      expect(all).toContain(`${origin}/en/about`);
       expect((await fetch(`${split.base}/sitemap-4.xml`)).status).toBe(404);
       expect((await fetch(`${split.base}/sitemap-x.xml`)).status).toBe(404);
     } finally {
       await split.stop();
+    }
+  });
+
+  test("sitemap base: never the request's Host; relative paths when no public URL or origin is configured", async () => {
+    const srv = await serve(s.dir);
+    try {
+      const { port } = new URL(srv.base);
+      const forged = await new Promise<string>((resolve, reject) => {
+        let text = "";
+        const sock = connect(Number(port), "127.0.0.1");
+        sock.on("connect", () => sock.write("GET /sitemap.xml HTTP/1.1\r\nHost: evil.example:666\r\nConnection: close\r\n\r\n"));
+        sock.on("data", (d) => (text += d.toString()));
+        sock.on("end", () => resolve(text));
+        sock.on("error", reject);
+      });
+      expect(forged).toStartWith("HTTP/1.1 200");
+      expect(forged).not.toContain("evil.example");
+      const xml = await (await fetch(`${srv.base}/sitemap.xml`)).text();
+      wellFormed(xml, "urlset");
+      const urls = locs(xml);
+      expect(urls.length).toBe(8);
+      expect(urls).toContain("/en/about");
+      // Templates that start with a scheme stay as they are; every other URL is a path.
+      for (const u of urls) expect(u.startsWith("/") || u.startsWith("https://news.example.com/")).toBe(true);
+      expect(urls.filter((u) => u.startsWith("/")).length).toBeGreaterThan(4);
+    } finally {
+      await srv.stop();
     }
   });
 

@@ -158,6 +158,34 @@ describe("restore safety", () => {
     rmSync(target, { recursive: true, force: true });
   });
 
+  test("--force into a site a running server uses is refused (exit 2, naming its PID); after it stops, it works", async () => {
+    const target = makeSite({ defs: { notes } });
+    const server = await serve(target);
+    const r = await cli(target, ["restore", archive, "--force"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`PID ${server.proc.pid}`);
+    expect(readdirSync(join(target, "resources"))).toEqual(["notes.json"]);
+    expect(existsSync(join(target, "data", "resd.db"))).toBe(true);
+    // The server still answers from the database it has.
+    expect((await fetch(`${server.base}/health`)).status).toBe(200);
+    expect(await server.stop()).toBe(0);
+    expect(existsSync(join(target, "data", "run", `${server.proc.pid}.pid`))).toBe(false);
+    const again = await cli(target, ["restore", archive, "--force"]);
+    expect(again.code).toBe(0);
+    rmSync(target, { recursive: true, force: true });
+  });
+
+  test("a mark left by a server that died does not block a restore", async () => {
+    const target = makeSite({ defs: { notes } });
+    mkdirSync(join(target, "data", "run"), { recursive: true });
+    const dead = Bun.spawnSync(["true"]).pid; // exited: its PID names no process
+    writeFileSync(join(target, "data", "run", `${dead}.pid`), `${dead}\n`);
+    const r = await cli(target, ["restore", archive, "--force"]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    rmSync(target, { recursive: true, force: true });
+  });
+
   test("a damaged or foreign archive is refused and nothing is written", async () => {
     const bytes = await Bun.file(archive).bytes();
     const truncated = join(work, "truncated.tar");

@@ -36,6 +36,7 @@ export const SETTINGS = {
   loginMaxFailures: { env: "RESD_LOGIN_MAX_FAILURES", default: 5, parse: int(1, 1000), help: "failed logins of one account before further attempts are refused (429)" } as Spec<number>,
   loginLock: { env: "RESD_LOGIN_LOCK", default: 60, parse: int(1, 86400), help: "seconds an account is locked after too many failed logins; doubles per further failure, at most one hour" } as Spec<number>,
   maxLimit: { env: "RESD_MAX_LIMIT", default: 0, parse: int(0), help: "largest `limit` a list accepts (0 = no maximum)" } as Spec<number>,
+  cacheMaxBytes: { env: "RESD_CACHE_MAX_BYTES", default: 64 * 1024 * 1024, parse: int(0), help: "bytes of list pages and totals kept in memory between writes (0 = no cache)" } as Spec<number>,
   corsOrigins: { env: "RESD_CORS_ORIGINS", default: "", parse: str, help: "origins (comma-separated, or *) whose browser pages may call the API with bearer tokens; empty = none" } as Spec<string>,
   publicMedia: { env: "RESD_PUBLIC_MEDIA", default: true, parse: bool, help: "serve /img and /download without permission checks" } as Spec<boolean>,
   imgMaxEdge: { env: "RESD_IMG_MAX_EDGE", default: 4096, parse: int(1, 16384), help: "largest width or height an /img spec may ask for" } as Spec<number>,
@@ -55,7 +56,7 @@ export const SETTINGS = {
   jobLease: { env: "RESD_JOB_LEASE", default: 300, parse: int(1), help: "seconds a running job stays claimed without a heartbeat before another worker may take it" } as Spec<number>,
   jobPoll: { env: "RESD_JOB_POLL", default: 1000, parse: int(10), help: "milliseconds between queue polls of an idle worker" } as Spec<number>,
   jobConcurrency: { env: "RESD_JOB_CONCURRENCY", default: 2, parse: int(1, 64), help: "jobs one server runs at the same time" } as Spec<number>,
-  publicUrl: { env: "RESD_PUBLIC_URL", default: "", parse: (raw: string) => (/^https?:\/\/[^\s/]+(\/[^\s]*)?$/.test(raw) ? raw.replace(/\/+$/, "") : undefined), help: "public base URL for absolute links such as sitemap <loc> (default: from the request's Host)" } as Spec<string>,
+  publicUrl: { env: "RESD_PUBLIC_URL", default: "", parse: (raw: string) => (/^https?:\/\/[^\s/]+(\/[^\s]*)?$/.test(raw) ? raw.replace(/\/+$/, "") : undefined), help: "public base URL for absolute links such as sitemap <loc> (default: the first of RESD_CORS_ORIGINS, else relative paths)" } as Spec<string>,
   sitemapMaxUrls: { env: "RESD_SITEMAP_MAX_URLS", default: 50_000, parse: int(1, 50_000), help: "URLs per sitemap file; above it /sitemap.xml becomes a sitemap index" } as Spec<number>,
 } as const;
 

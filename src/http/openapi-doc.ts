@@ -268,6 +268,8 @@ export function buildOpenApi(site: Site, p: Principal, serverUrl: string): Recor
   const before = Object.keys(paths).length;
   filePaths(p, paths, site.config.publicMedia);
   if (Object.keys(paths).length > before) tags.push({ name: "files", description: "media library" });
+  const responses = Object.fromEntries(Object.entries(ERROR_TEXT).map(([c, d]) => [`E${c}`, { description: d, content: { "application/json": { schema: ref("Error") } } }]));
+  const used = referenced(paths, { schemas, responses });
   return {
     openapi: "3.0.3",
     info: {
@@ -284,8 +286,34 @@ export function buildOpenApi(site: Site, p: Principal, serverUrl: string): Recor
         bearerAuth: { type: "http", scheme: "bearer", bearerFormat: "JWT" },
         sessionCookie: { type: "apiKey", in: "cookie", name: "resd_session" },
       },
-      schemas,
-      responses: Object.fromEntries(Object.entries(ERROR_TEXT).map(([c, d]) => [`E${c}`, { description: d, content: { "application/json": { schema: ref("Error") } } }])),
+      schemas: pick(schemas, used),
+      responses: pick(responses, used),
     },
   };
+}
+
+const pick = <T>(all: Record<string, T>, used: Set<string>) => Object.fromEntries(Object.entries(all).filter(([k]) => used.has(k)));
+
+/**
+ * Names of the components the caller's operations reach, directly or through other components: a
+ * view-only caller's document must not carry the input schema (with write-only field names such as
+ * a user's `password`) of an operation it may not use.
+ */
+function referenced(paths: unknown, components: Record<string, Record<string, unknown>>): Set<string> {
+  const used = new Set<string>();
+  const walk = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(walk);
+    if (!node || typeof node !== "object") return;
+    for (const [k, v] of Object.entries(node)) {
+      if (k === "$ref" && typeof v === "string") {
+        const [, kind, name] = /^#\/components\/(\w+)\/(.+)$/.exec(v) ?? [];
+        if (name && !used.has(name)) {
+          used.add(name);
+          walk(components[kind]?.[name]);
+        }
+      } else walk(v);
+    }
+  };
+  walk(paths);
+  return used;
 }

@@ -19,11 +19,18 @@ function hostOrigin(host: string | null): string {
   return u && u.host === host.toLowerCase() && u.pathname === "/" ? `http://${u.host}` : FALLBACK_ORIGIN;
 }
 
+/**
+ * Elysia finds the path as the first "/" from offset 11 of the URL (past "https://" and a short
+ * host): an origin shorter than that (`http://x`, `http://a:1`) would lose the path's first segment.
+ */
+const ROUTER_PATH_OFFSET = 11;
+
 /** The request with a well-formed absolute URL, or throws 400 for a target that is not a path. */
 export function normalizeTarget(request: Request): Request {
   const raw = request.url;
   if (raw.startsWith("http://") || raw.startsWith("https://")) {
     const u = URL.parse(raw);
+    if (u && u.origin.length < ROUTER_PATH_OFFSET) return rebuild(request, u.pathname + u.search, FALLBACK_ORIGIN);
     if (u) return u.href === raw ? request : new Request(u.href, request);
     // An absolute URL with a host Bun took but URL cannot parse (a port past 65535): keep the path.
     const slash = raw.indexOf("/", raw.indexOf("//") + 2);

@@ -14,6 +14,7 @@ import { withCors } from "./cors";
 import { normalizeTarget } from "./request-target";
 import { watchDefinitions } from "../core/definitions/watch";
 import { removeLeftovers } from "../core/leftovers";
+import { claimPidFile } from "../core/pidfile";
 
 /** Work that must reach a safe point before the database closes (a job worker, an import). */
 export type Drain = () => Promise<void> | void;
@@ -65,7 +66,7 @@ function startUpkeep(site: Site) {
 }
 
 /** Stops in order: listening, then in-flight requests and drains (bounded), then the database. */
-async function shutdown(site: Site, server: Server<undefined>, drains: Drain[], stopUpkeep: () => void) {
+async function shutdown(site: Site, server: Server<undefined>, drains: Drain[], stopUpkeep: () => void, releasePid: () => void) {
   stopUpkeep();
   const boundMs = site.config.shutdownTimeout * 1000;
   const settled = Promise.all([server.stop(false), Promise.allSettled(drains.map(async (fn) => fn()))]);
@@ -81,6 +82,7 @@ async function shutdown(site: Site, server: Server<undefined>, drains: Drain[], 
   }
   // close() lets the write queue finish its transaction (an import's safe point) and checkpoints the WAL.
   await site.close();
+  releasePid();
 }
 
 /** First SIGTERM/SIGINT: graceful stop, exit 0. A second one: exit at once. */
@@ -122,12 +124,13 @@ export async function startServer(site: Site, opts: { quiet?: boolean; signals?:
     maxRequestBodySize: bodyCap(site.config.maxUpload),
     fetch: withCors(site.config.corsOrigins, logged(app)),
   });
+  const releasePid = claimPidFile(site.config.dir);
   const upkeep = startUpkeep(site);
   await upkeep.purge();
   const drains: Drain[] = [];
   drains.push(() => stopHooks(site));
   let stopped: Promise<void> | null = null;
-  const stop = () => (stopped ??= shutdown(site, server, drains, upkeep.stop));
+  const stop = () => (stopped ??= shutdown(site, server, drains, upkeep.stop, releasePid));
   if (opts.signals !== false) exitOnSignals(stop);
   if (!opts.quiet) logEvent(`resd listening on http://${server.hostname}:${server.port} (site ${site.config.dir})`);
   return { app, server, onDrain: (fn) => void drains.push(fn), stop };

@@ -1,7 +1,9 @@
 /**
  * `GET /sitemap.xml` (and `/sitemap-N.xml` once the sitemap is split into an index). Public: it
  * lists only records the definitions opt in to (published ones when `published` is named).
- * Absolute URLs use RESD_PUBLIC_URL, or else the origin the request was addressed to.
+ * Absolute URLs use RESD_PUBLIC_URL, else the first configured CORS origin, else stay relative —
+ * never the request's Host header, which any client sets: it would put a stranger's host into
+ * <loc> and make every new value rebuild the sitemap.
  */
 import { Elysia } from "elysia";
 import type { Site } from "../core/site";
@@ -10,8 +12,15 @@ import { buildSitemap, indexXml, urlsetXml } from "../core/sitemap/build";
 import { lastModifiedHeader, notModified, notModifiedResponse } from "./conditional";
 import { handle, type Ctx } from "./context";
 
+/** The base of absolute URLs; "" keeps them relative to the host serving the sitemap. */
+export function sitemapBase(config: { publicUrl: string; corsOrigins: string }): string {
+  if (config.publicUrl) return config.publicUrl;
+  const first = config.corsOrigins.split(",").map((o) => o.trim()).find((o) => /^https?:\/\/[^\s/]+$/.test(o));
+  return first ?? "";
+}
+
 async function sitemap(c: Ctx, part: number | null): Promise<Response> {
-  const base = c.site.config.publicUrl || c.url().origin;
+  const base = sitemapBase(c.site.config);
   const map = await buildSitemap(c.site, base);
   if (!map) throw notFound("no resource definition has a sitemap");
   const lm = lastModifiedHeader(map.lastChange);

@@ -61,7 +61,7 @@ export async function writeBackup(
     const entries = function* (): Generator<TarEntry> {
       const m = new TextEncoder().encode(`${manifest}\n`);
       yield { path: MANIFEST, size: m.length, mtime: Date.now() / 1000, mode: 0o644, body: async function* () { yield m; } };
-      yield fileEntry(snap, "data/resd.db", 0o644);
+      yield fileEntry(snap, "data/resd.db", 0o600);
       if (opts.secrets && existsSync(join(dir, ".env"))) yield fileEntry(join(dir, ".env"), ".env", 0o600);
       for (const top of ["resources", "ext", "data/files"]) {
         for (const rel of walk(join(dir, top))) {

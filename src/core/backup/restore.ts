@@ -5,6 +5,7 @@
  */
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
+import { runningServers } from "../pidfile";
 import { AppError } from "../errors";
 import { checkDatabase } from "../store/snapshot";
 import { FORMAT, MANIFEST } from "./create";
@@ -84,6 +85,10 @@ async function extract(source: ReadableStream<Uint8Array>, into: string): Promis
  */
 export async function restoreBackup(source: ReadableStream<Uint8Array>, dir: string, opts: { force: boolean }): Promise<RestoreStats> {
   const target = resolve(dir);
+  const servers = runningServers(target);
+  if (servers.length) {
+    throw new AppError(409, "RESOURCE_EXISTS", `a resd server (PID ${servers.join(", ")}) is using ${target}; stop it first — it keeps the old database open and would lose every write it accepts after the restore`);
+  }
   if (!opts.force && !isEmptyDir(target)) {
     throw new AppError(409, "RESOURCE_EXISTS", `${target} is not empty; restore into an empty directory, or pass --force to replace its site`);
   }

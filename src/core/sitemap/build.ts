@@ -20,6 +20,7 @@ export type Sitemap = {
 };
 
 const NS = "http://www.sitemaps.org/schemas/sitemap/0.9";
+const YIELD_EVERY = 1000;
 
 /** Problems with a definition's `sitemap` key, as sentences; empty when fine or absent. */
 export function checkSitemap(def: ResourceDef): string[] {
@@ -71,7 +72,10 @@ async function urlsOf(site: Site, def: ResourceDef, base: string, out: SitemapUr
   const q = parseListParams({ filter: sm.published ? `${sm.published}:1` : undefined, sort: "_created|asc" });
   const vs = variants(def);
   const fallback = def.raw.languages?.[0] ?? null;
+  let n = 0;
   for await (const row of site.store.stream(def.name, compileList(site.store.dialect, def, q))) {
+    // A large sitemap takes most of a second to build: let other requests in between batches.
+    if (++n % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
     const data = JSON.parse(row.data) as Record<string, unknown>;
     if (sm.published && data[sm.published] !== true) continue;
     const record: Record<string, unknown> = { ...data, uuid: row.uuid, _created: row._created, _modified: row._modified };
@@ -93,7 +97,10 @@ async function urlsOf(site: Site, def: ResourceDef, base: string, out: SitemapUr
 
 const cache = new WeakMap<Site, { key: string; map: Promise<Sitemap> }>();
 
-/** The site's sitemap for a base URL; rebuilt only when a sitemap resource or definition changed. */
+/**
+ * The site's sitemap for a base URL; rebuilt only when a sitemap resource or definition changed.
+ * Requests that arrive during a build share it.
+ */
 export async function buildSitemap(site: Site, base: string): Promise<Sitemap | null> {
   const defs = sitemapDefs(site);
   if (!defs.length) return null;

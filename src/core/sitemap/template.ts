@@ -58,6 +58,7 @@ export function render(template: string, scope: Scope): string | null {
 /** Absolute URL: a template that starts with a scheme is kept, anything else joins the base. */
 export function absolute(url: string, base: string): string {
   if (/^https?:\/\//i.test(url)) return url;
+  if (base === "") return url.startsWith("/") ? url : `/${url}`;
   return `${base.replace(/\/+$/, "")}${url.startsWith("/") ? "" : "/"}${url}`;
 }
 

@@ -16,13 +16,15 @@ import type { ResourceDef } from "../definitions/types";
 import { sqliteDialect } from "./dialect";
 import { migrateInternal, syncResource } from "./sqlite-schema";
 import { SqliteJobs, insertJob } from "./sqlite-jobs";
+import { BoundedMemo } from "./memo";
 import type { CompiledQuery, HistoryEntry, SchemaChange, SqlValue, Store, StoreTx, StoredRecord } from "./types";
 
 const COLS = "uuid, data, _created, _modified, _created_by, _modified_by";
 const BATCH = 512;
-/** Page cache bounds: entries, and rows per entry (larger pages are not kept). */
-const PAGE_CACHE_ENTRIES = 1000;
+/** Rows per cached page (larger pages are not kept). */
 const PAGE_CACHE_ROWS = 200;
+/** Estimated bytes of a cached row beyond its JSON text (uuid, times, object). */
+const ROW_OVERHEAD = 240;
 
 type Job = { fn: (tx: StoreTx) => Promise<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void };
 type Settled = { job: Job; ok: boolean; value: unknown; after: (() => void)[] };
@@ -52,11 +54,12 @@ export class SqliteStore implements Store {
   private queue: Job[] = [];
   private draining = false;
   /** Answers valid until anything commits (here or in another process), all dropped together then. */
-  private readonly memo = { count: new Map<string, number>(), page: new Map<string, StoredRecord[]>(), change: new Map<string, number>() };
+  private readonly memo: BoundedMemo;
   private memoVersion = -1;
   private readonly versionStmt: Statement;
 
-  constructor(readonly path: string) {
+  constructor(readonly path: string, opts: { cacheMaxBytes?: number } = {}) {
+    this.memo = new BoundedMemo(opts.cacheMaxBytes ?? 64 * 1024 * 1024);
     if (path !== ":memory:") {
       // The database holds password hashes and sessions: the folder and the file are the owner's only.
       // SQLite gives the -wal and -shm files the database file's mode.
@@ -120,24 +123,32 @@ export class SqliteStore implements Store {
    */
   async page(resource: string, q: CompiledQuery): Promise<StoredRecord[]> {
     const [sql, args] = this.selectSql(resource, q);
-    return this.remember(this.memo.page, `${sql}\0${JSON.stringify(args)}`, PAGE_CACHE_ENTRIES,
+    return this.remember(BoundedMemo.key("page", sql, JSON.stringify(args)),
       () => this.reader.query(sql).all(...(args as never[])) as StoredRecord[],
-      (rows) => rows.length <= PAGE_CACHE_ROWS);
+      (rows) => (rows.length <= PAGE_CACHE_ROWS ? rows.reduce((n, r) => n + r.data.length * 2 + ROW_OVERHEAD, 0) : null));
   }
 
-  /** A memo of `cache`, computed on a miss; `keep` says whether a value is worth keeping. */
-  private remember<T>(cache: Map<string, T>, key: string, limit: number, compute: () => T, keep: (v: T) => boolean = () => true): T {
+  /**
+   * A memo of one answer, computed on a miss; `size` estimates the bytes it holds, or null when it is
+   * not worth keeping. Every answer is dropped once anything commits.
+   */
+  private remember<T>(key: string, compute: () => T, size: (v: T) => number | null = () => 16): T {
     const version = this.version();
     if (version !== this.memoVersion) {
-      for (const c of Object.values(this.memo)) c.clear();
+      this.memo.clear();
       this.memoVersion = version;
     }
-    const hit = cache.get(key);
+    const hit = this.memo.get<T>(key);
     if (hit !== undefined) return hit;
     const value = compute();
-    if (cache.size >= limit) cache.clear();
-    if (keep(value)) cache.set(key, value);
+    const bytes = size(value);
+    if (bytes !== null) this.memo.set(key, value, bytes);
     return value;
+  }
+
+  /** Estimated bytes the memo of answers holds now. */
+  memoBytes(): number {
+    return this.memo.bytes;
   }
 
   async *stream(resource: string, q: CompiledQuery): AsyncIterable<StoredRecord> {
@@ -153,7 +164,7 @@ export class SqliteStore implements Store {
 
   async count(resource: string, where: string, args: SqlValue[]): Promise<number> {
     // An exact total over a large match costs milliseconds; it is cached until anything commits.
-    return this.remember(this.memo.count, `${resource}\0${where}\0${JSON.stringify(args)}`, 10_000,
+    return this.remember(BoundedMemo.key("count", resource, where, JSON.stringify(args)),
       () => (this.reader.query(`SELECT count(*) AS n FROM ${this.dialect.table(resource)} ${where}`).get(...(args as never[])) as { n: number }).n);
   }
 
@@ -171,7 +182,7 @@ export class SqliteStore implements Store {
   }
 
   async lastChange(resource: string): Promise<number> {
-    return this.remember(this.memo.change, resource, 10_000,
+    return this.remember(BoundedMemo.key("change", resource),
       () => (this.reader.query("SELECT changed_ms FROM _resd_changes WHERE resource = ?").get(resource) as { changed_ms: number } | null)?.changed_ms ?? 0);
   }
 

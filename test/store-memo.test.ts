@@ -1,0 +1,70 @@
+/** The memo of list answers stays within its byte budget whatever the queries look like. */
+import { afterEach, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { BoundedMemo } from "../src/core/store/memo";
+import { SqliteStore } from "../src/core/store/sqlite";
+import { compileList } from "../src/core/query/compile";
+import { parseListParams } from "../src/core/query/parse";
+import { buildDefinition } from "../src/core/definitions/load";
+
+const dirs: string[] = [];
+afterEach(() => { for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true }); });
+
+test("keys are digests: a 12 KB query costs the same key bytes as a short one", () => {
+  expect(BoundedMemo.key("count", "x".repeat(12 * 1024)).length).toBe(BoundedMemo.key("count", "x").length);
+  expect(BoundedMemo.key("a", "bc")).not.toBe(BoundedMemo.key("ab", "c"));
+});
+
+test("the least recently used entries go once the budget is reached; oversized values are not kept", () => {
+  const memo = new BoundedMemo(10_000);
+  for (let i = 0; i < 1000; i++) {
+    memo.set(`k${i}`, i, 100);
+    if (i === 5) expect(memo.get("k0")).toBe(0); // used again: stays longest
+    expect(memo.bytes).toBeLessThanOrEqual(10_000);
+  }
+  expect(memo.size).toBeGreaterThan(10);
+  expect(memo.get("k999")).toBe(999);
+  expect(memo.get("k1")).toBeUndefined();
+  memo.set("big", "v", 5_000);
+  expect(memo.get("big")).toBeUndefined();
+  memo.clear();
+  expect(memo.bytes).toBe(0);
+});
+
+test("a store under thousands of distinct 12 KB filters keeps its memo under RESD_CACHE_MAX_BYTES and answers correctly", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "resd-memo-"));
+  dirs.push(dir);
+  const budget = 512 * 1024;
+  const store = new SqliteStore(join(dir, "resd.db"), { cacheMaxBytes: budget });
+  const def = buildDefinition("notes", { fields: { title: { type: "text" }, body: { type: "textarea" } } } as never, null);
+  await store.syncSchema([def]);
+  await store.transaction(async (tx) => {
+    for (let i = 0; i < 50; i++) {
+      await tx.insert("notes", { uuid: crypto.randomUUID(), data: JSON.stringify({ title: `t${i % 5}`, body: "b".repeat(2000) }), _created: i, _modified: i, _created_by: null, _modified_by: null });
+    }
+  });
+  const pad = "x".repeat(12 * 1024);
+  let peak = 0;
+  for (let i = 0; i < 3000; i++) {
+    const q = compileList(store.dialect, def, parseListParams({ filter: `title:${i}${pad}`, limit: "20" }));
+    expect(await store.count("notes", q.where, q.args)).toBe(0);
+    expect(await store.page("notes", q)).toEqual([]);
+    peak = Math.max(peak, store.memoBytes());
+  }
+  expect(peak).toBeGreaterThan(0);
+  expect(peak).toBeLessThanOrEqual(budget);
+  // Pages with rows count their text (about 8 KB a row here): 40 such pages cannot all stay.
+  for (let i = 0; i < 40; i++) {
+    const q = compileList(store.dialect, def, parseListParams({ filter: `title:t${i % 5}`, sort: "_created", offset: String(i % 8), limit: "20" }));
+    expect((await store.page("notes", q)).length).toBe(10 - (i % 8));
+    expect(store.memoBytes()).toBeLessThanOrEqual(budget);
+  }
+  // A commit drops every answer.
+  await store.transaction(async (tx) => tx.insert("notes", { uuid: crypto.randomUUID(), data: JSON.stringify({ title: "t0" }), _created: 99, _modified: 99, _created_by: null, _modified_by: null }));
+  const q = compileList(store.dialect, def, parseListParams({ filter: "title:t0" }));
+  expect(await store.count("notes", q.where, q.args)).toBe(11);
+  expect(store.memoBytes()).toBeLessThan(1000);
+  await store.close();
+});
