@@ -23,6 +23,7 @@ import { dirname, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { findSharpNativeFiles, SHARP_PLATFORM_BY_TARGET, sharpEmbedPlugin } from "./src/build/sharp-embed-plugin.ts";
 import { fetchSharpNative } from "./src/build/fetch-native.ts";
+import { bundleAdmin, serializeBundle } from "./src/build/admin-bundle.ts";
 
 const ROOT = import.meta.dir;
 const PRIMARY_TARGET = "bun-linux-x64";
@@ -77,6 +78,10 @@ async function gitCommit(): Promise<string> {
 const pkg = await Bun.file(resolve(ROOT, "package.json")).json();
 const version: string = pkg.version;
 const commit = await gitCommit();
+const adminStarted = performance.now();
+const admin = await bundleAdmin();
+const adminGz = admin.assets.reduce((n, a) => n + Bun.gzipSync(a.body as Uint8Array<ArrayBuffer>).length, 0);
+console.log(`build: admin pages ${admin.assets.map((a) => a.name).join(", ")} (${(adminGz / 1024).toFixed(1)} KiB gzipped) in ${Math.round(performance.now() - adminStarted)} ms`);
 
 function fmtBytes(n: number): string {
   return `${(n / 1024 / 1024).toFixed(1)} MiB`;
@@ -125,6 +130,7 @@ for (const [i, target] of targets.entries()) {
       define: {
         RESD_VERSION: JSON.stringify(version),
         RESD_COMMIT: JSON.stringify(commit),
+        RESD_ADMIN_BUNDLE: JSON.stringify(serializeBundle(admin)),
       },
       plugins: [sharpEmbedPlugin({ platform, root: ROOT, nativeRoot })],
       throw: false,

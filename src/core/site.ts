@@ -41,6 +41,8 @@ export type Site = {
    * the definitions in force stay as they were.
    */
   reload(): Promise<SchemaChange[]>;
+  /** The last reload that failed (cleared by the next one that succeeds): shown to admins. */
+  reloadFailure: { message: string; at: number } | null;
   /** Adds (or replaces) a definition at run time: writes DIR/resources/<name>.json, syncs tables. */
   define(name: string, raw: DefinitionFile): Promise<ResourceDef>;
   close(): Promise<void>;
@@ -60,6 +62,7 @@ export async function openSite(config: Config, opts: { ensureSecret?: boolean } 
     store,
     txHooks: [],
     listeners: [],
+    reloadFailure: null,
     resource(name) {
       const def = defs.get(name);
       if (!def || def.internal) throw notFound(`resource "${name}" does not exist`);

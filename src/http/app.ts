@@ -13,6 +13,8 @@ import { sitemapRoutes } from "./sitemap";
 import { healthRoutes } from "./health";
 import { fileRoutes } from "./files";
 import { mediaRoutes } from "./media";
+import { adminApiRoutes } from "./admin-api";
+import { adminPageRoutes } from "./admin-pages";
 
 export function createApp(site: Site) {
   return new Elysia()
@@ -23,6 +25,8 @@ export function createApp(site: Site) {
     .use(transferRoutes(site))
     .use(fileRoutes(site))
     .use(mediaRoutes(site))
+    .use(adminApiRoutes(site))
+    .use(adminPageRoutes(site))
     .use(recordRoutes(site))
     .use(extensionRoutes(site))
     .use(sitemapRoutes(site))

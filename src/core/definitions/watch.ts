@@ -19,8 +19,10 @@ export function watchDefinitions(site: Site, log: WatchLog, quietMs = 250): () =
     running = running.then(async () => {
       try {
         const changes: SchemaChange[] = await site.reload();
+        site.reloadFailure = null;
         log("definitions reloaded", { resources: site.defs.size, changes: changes.map((c) => `${c.resource}: ${c.action} ${c.detail}`).join("; ") || "none" });
       } catch (e) {
+        site.reloadFailure = { message: (e as Error).message, at: Date.now() };
         log("definitions not reloaded; the previous ones stay in force", { error: (e as Error).message });
       }
     });

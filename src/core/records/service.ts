@@ -200,7 +200,7 @@ export async function deleteAllRecords(site: Site, p: Principal, resource: strin
   });
 }
 
-export type HistoryView = { id: number; action: string; at: number; user: string | null; record: Record<string, unknown> };
+export type HistoryView = { id: number; action: string; at: number; user: string | null; uuid?: string; record: Record<string, unknown> };
 
 export async function recordHistory(site: Site, p: Principal, resource: string, uuid: string): Promise<HistoryView[]> {
   const def = site.resource(resource);
@@ -208,6 +208,14 @@ export async function recordHistory(site: Site, p: Principal, resource: string, 
   const entries = await site.store.history(resource, uuid);
   if (!entries.length && !(await site.store.get(resource, uuid))) throw notFound(`${resource}/${uuid} has no record and no history`);
   return entries.map((e) => ({ id: e.id, action: e.action, at: e.at, user: e.user, record: visibleData(def, JSON.parse(e.data)) }));
+}
+
+/** Records of a resource deleted within the restore window and not restored since, newest first. */
+export async function deletedRecords(site: Site, p: Principal, resource: string, limit = 200): Promise<HistoryView[]> {
+  const def = site.resource(resource);
+  authorize(p, resource, "view");
+  const entries = await site.store.deleted(resource, Date.now() - HISTORY_WINDOW_MS, limit);
+  return entries.map((e) => ({ id: e.id, action: e.action, at: e.at, user: e.user, uuid: e.uuid, record: visibleData(def, JSON.parse(e.data)) }));
 }
 
 /**

@@ -190,6 +190,13 @@ export class SqliteStore implements Store {
     return this.reader.query("SELECT * FROM _resd_history WHERE resource = ? AND uuid = ? ORDER BY id").all(resource, uuid) as HistoryEntry[];
   }
 
+  async deleted(resource: string, since: number, limit: number): Promise<HistoryEntry[]> {
+    return this.reader.query(`SELECT h.* FROM _resd_history h WHERE h.action = 'delete' AND h.at >= ? AND h.resource = ?
+        AND NOT EXISTS (SELECT 1 FROM ${this.dialect.table(resource)} r WHERE r.uuid = h.uuid)
+        AND h.id = (SELECT max(id) FROM _resd_history l WHERE l.resource = h.resource AND l.uuid = h.uuid)
+        ORDER BY h.at DESC, h.id DESC LIMIT ?`).all(since, resource, limit) as HistoryEntry[];
+  }
+
   async historyEntry(id: number): Promise<HistoryEntry | null> {
     return this.reader.query("SELECT * FROM _resd_history WHERE id = ?").get(id) as HistoryEntry | null;
   }

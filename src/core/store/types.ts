@@ -73,6 +73,8 @@ export interface Store {
   transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
   history(resource: string, uuid: string): Promise<HistoryEntry[]>;
   historyEntry(id: number): Promise<HistoryEntry | null>;
+  /** Delete entries of records of `resource` that are still gone, deleted at or after `since`; newest first. */
+  deleted(resource: string, since: number, limit: number): Promise<HistoryEntry[]>;
   /** Removes history of records deleted before `before` (ms) that were not restored. */
   purgeHistory(before: number): Promise<number>;
   /** Is the database answering? Cheap. */

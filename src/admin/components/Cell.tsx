@@ -1,0 +1,35 @@
+/** One value of a record in the overview, shown by its field's type. */
+import type { FieldView } from "../state";
+
+const date = (sec: number) => new Date(sec * 1000).toLocaleString();
+
+function translated(v: unknown, languages: string[]): unknown {
+  if (!v || typeof v !== "object" || Array.isArray(v)) return v;
+  const o = v as Record<string, unknown>;
+  const lang = [...navigator.languages.map((l) => l.slice(0, 2)), ...languages].find((l) => typeof o[l] === "string" && o[l] !== "");
+  return lang ? o[lang] : "";
+}
+
+function one(f: FieldView, v: unknown) {
+  if (v === null || v === undefined || v === "") return <span class="muted">—</span>;
+  switch (f.type) {
+    case "boolean": return v ? <span aria-label="yes">✓</span> : <span class="muted" aria-label="no">✗</span>;
+    case "select": return <>{f.options?.find((o) => o.value === String(v))?.label ?? String(v)}</>;
+    case "image": return typeof v === "string" ? <img class="thumb" src={`/img/${v}/64w`} alt="" loading="lazy" width={48} /> : null;
+    case "color": return <span class="swatch" style={{ background: String(v) }} title={String(v)} />;
+    case "html": return <>{String(v).replace(/<[^>]*>/g, " ").slice(0, 120)}</>;
+    case "date": return <>{String(v)}</>;
+    case "group": return <>{Array.isArray(v) ? `${v.length} rows` : "…"}</>;
+    default: return <>{typeof v === "object" ? JSON.stringify(v) : String(v).slice(0, 200)}</>;
+  }
+}
+
+export function Cell({ field, name, value, languages }: { field?: FieldView; name: string; value: unknown; languages: string[] }) {
+  if (name === "_created" || name === "_modified") return <>{typeof value === "number" ? date(value) : ""}</>;
+  if (!field) return <>{String(value ?? "")}</>;
+  const v = field.i18n ? translated(value, languages) : value;
+  if (Array.isArray(v) && field.type !== "group") return <>{v.map((x, i) => <span key={i} class="chip">{one(field, x)}</span>)}</>;
+  return one(field, v);
+}
+
+export const columnLabel = (name: string, f?: FieldView) => (name === "_created" ? "Created" : name === "_modified" ? "Modified" : f?.label ?? name);

@@ -1,0 +1,37 @@
+/**
+ * A role's permissions as a grid: per resource view, create, edit, delete, import, export, manage
+ * and "delete all" (`api_delete_resource_<r>`); the media library's own; `(all)`. Permissions the
+ * grid does not know are kept as they are. The server refuses what the editor may not grant.
+ */
+import { resources } from "../state";
+
+const ACTIONS = ["view", "create", "edit", "delete", "import", "export", "manage"] as const;
+const FILE_PERMISSIONS = ["view-.files", "create-.files", "edit-.files", "delete-.files", "manage-.files"];
+
+export function PermissionEditor({ id, value, onChange, readOnly }: { id: string; value: unknown; onChange: (v: string[]) => void; readOnly: boolean }) {
+  const list = Array.isArray(value) ? value.map(String) : [];
+  const has = (p: string) => list.includes(p);
+  const flip = (p: string) => onChange(has(p) ? list.filter((x) => x !== p) : [...list, p]);
+  const names = [...new Set([...Object.keys(resources.value), "users", "roles"])].sort();
+  const known = new Set(["(all)", ...FILE_PERMISSIONS, ...names.flatMap((r) => [...ACTIONS.map((a) => `${a}-${r}`), `api_delete_resource_${r}`])]);
+  const others = list.filter((p) => !known.has(p));
+  const box = (p: string, label: string) => <input type="checkbox" aria-label={label} data-permission={p} checked={has(p)} disabled={readOnly} onChange={() => flip(p)} />;
+  return (
+    <div id={id} class="permissions" role="group" aria-label="Permissions">
+      <label class="all">{box("(all)", "(all): every permission")} <strong>(all)</strong> — every permission (administrator)</label>
+      <table>
+        <thead><tr><th>Resource</th>{ACTIONS.map((a) => <th key={a}>{a}</th>)}<th>delete all</th></tr></thead>
+        <tbody>
+          {names.map((r) => (
+            <tr key={r}><th>{resources.value[r]?.label.plural ?? r}</th>
+              {ACTIONS.map((a) => <td key={a}>{box(`${a}-${r}`, `${a} ${r}`)}</td>)}
+              <td>{box(`api_delete_resource_${r}`, `delete all ${r}`)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <fieldset><legend>Media library</legend>{FILE_PERMISSIONS.map((p) => <label key={p}>{box(p, p)} {p.split("-")[0]}</label>)}</fieldset>
+      {others.length > 0 && <p>Also held: {others.map((p) => <span key={p} class="chip">{p} {!readOnly && <button type="button" class="link" aria-label={`Remove ${p}`} onClick={() => flip(p)}>✕</button>}</span>)}</p>}
+    </div>
+  );
+}

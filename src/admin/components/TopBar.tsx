@@ -1,0 +1,45 @@
+/** Resources menu (appbar resources the user may view), the admin menu, and the signed-in user. */
+import { api } from "../api";
+import { navigate } from "../router";
+import { may, me, resources, status } from "../state";
+
+function closeMenus(e: Event) {
+  (e.currentTarget as HTMLElement).closest("details")?.removeAttribute("open");
+}
+
+export function TopBar() {
+  const all = Object.values(resources.value);
+  const bar = all.filter((r) => r.appbar && r.name !== "users" && r.name !== "roles");
+  const admin = [resources.value.users, resources.value.roles].filter(Boolean);
+  const files = may("view-.files") || may("manage-.files");
+  const signOut = async () => {
+    await api("DELETE", "/session").catch(() => undefined);
+    status.value = "out";
+    navigate("/admin/sign-in", true);
+  };
+  return (
+    <header class="topbar">
+      <a class="brand" href="/admin">resd</a>
+      <nav aria-label="Main">
+        <details class="menu" data-menu="resources">
+          <summary>Resources</summary>
+          <ul>
+            {bar.map((r) => <li key={r.name}><a href={`/admin/${r.name}`} onClick={closeMenus}>{r.label.plural}</a></li>)}
+            {bar.length === 0 && <li class="muted">No resources</li>}
+          </ul>
+        </details>
+        {(admin.length > 0 || files) && (
+          <details class="menu" data-menu="admin">
+            <summary>Administration</summary>
+            <ul>
+              {admin.map((r) => <li key={r!.name}><a href={`/admin/${r!.name}`} onClick={closeMenus}>{r!.label.plural}</a></li>)}
+              {files && <li><a href="/admin/files" onClick={closeMenus}>Media library</a></li>}
+            </ul>
+          </details>
+        )}
+      </nav>
+      <span class="who">{me.value?.email}</span>
+      <button type="button" class="link" onClick={signOut}>Sign out</button>
+    </header>
+  );
+}

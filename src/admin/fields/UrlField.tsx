@@ -1,0 +1,5 @@
+/** A `url` field. */
+import { InputField } from "./InputField";
+import type { FieldProps } from "./types";
+
+export const UrlField = (p: FieldProps) => <InputField {...p} type="url" />;
