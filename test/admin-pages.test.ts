@@ -105,7 +105,7 @@ describe("admin pages in chromium", () => {
     expect((await titles(page)).length).toBe(10);
     await page.selectOption("select[name='filter[status]']", "done");
     await settled(page);
-    await page.waitForFunction(() => document.querySelectorAll("tbody tr[data-uuid]").length === 0);
+    await page.waitForFunction("document.querySelectorAll('tbody tr[data-uuid]').length === 0");
     expect(new URL(page.url()).searchParams.get("filter[status]")).toBe("done");
     await page.close();
 
@@ -153,7 +153,7 @@ describe("admin pages in chromium", () => {
     expect(await titles(page)).toEqual(["Note 05"]);
     const uuid = (await page.locator("tbody tr[data-uuid]").first().getAttribute("data-uuid"))!;
     await page.locator("tbody tr", { hasText: "Note 05" }).getByRole("button", { name: "Delete" }).click();
-    await page.waitForFunction(() => document.querySelectorAll("tbody tr[data-uuid]").length === 0);
+    await page.waitForFunction("document.querySelectorAll('tbody tr[data-uuid]').length === 0");
     expect((await s.apiJson("GET", `/api/v1/notes/${uuid}`)).status).toBe(404);
     await page.getByRole("button", { name: "Deleted" }).click();
     await page.locator(`.deleted li[data-uuid="${uuid}"]`).getByRole("button", { name: "Restore" }).click();

@@ -221,6 +221,26 @@ function filePaths(p: Principal, paths: Record<string, PathItem>, publicMedia: b
 
 const TOKEN_RESPONSE = { description: "a bearer token", content: { "application/json": { schema: { allOf: [ref("Envelope"), ref("Token")] } } } };
 
+/** The admin pages' internal endpoints (docs/admin.md): for signed-in users and token holders. */
+function adminPaths(p: Principal, paths: Record<string, PathItem>) {
+  if (p.kind !== "user") return;
+  const envelope = (description: string, props: Record<string, Schema>) => ({
+    description, content: { "application/json": { schema: { allOf: [ref("Envelope"), { type: "object", properties: props }] } } },
+  });
+  const get = (operationId: string, summary: string, response: ReturnType<typeof envelope>, extra: Record<string, unknown> = {}, errors = [401]) =>
+    ({ get: { tags: ["admin"], operationId, summary, ...extra, responses: { "200": response, ...errorRefs(...errors) } } });
+  paths["/api/v1/.resources"] = get("admin_resources", "The definitions the caller may view, with labels, columns, filters, actions and the caller's rights resolved",
+    envelope("resources by name", { user: { type: "object" }, permissions: { type: "array", items: { type: "string" } }, resources: { type: "object", additionalProperties: { type: "object" } } }));
+  paths["/api/v1/empty-resource"] = get("admin_empty_record", "The values a new record's form starts from (needs create-{resource})",
+    envelope("starting values", { resource: { type: "string" }, record: { type: "object" } }),
+    { parameters: [{ name: "resource", in: "query", required: true, schema: { type: "string" } }] }, [400, 401, 403, 404]);
+  paths["/api/v1/.system-messages"] = get("admin_system_messages", "What an administrator should act on (empty for callers without (all))",
+    envelope("messages", { messages: { type: "array", items: { type: "object", properties: { level: { type: "string" }, topic: { type: "string" }, text: { type: "string" }, at: { type: "integer" } } } } }));
+  paths["/api/v1/.deleted/{resource}"] = get("admin_deleted_records", "Records deleted within 90 days and not restored, newest first (needs view-{resource})",
+    envelope("deleted records", { deleted: { type: "array", items: ref("HistoryEntry") } }),
+    { parameters: [{ name: "resource", in: "path", required: true, schema: { type: "string" } }] }, [401, 403, 404]);
+}
+
 function authPaths(): Record<string, PathItem> {
   return {
     "/api/v1/auth/token": {
@@ -268,6 +288,10 @@ export function buildOpenApi(site: Site, p: Principal, serverUrl: string): Recor
   const before = Object.keys(paths).length;
   filePaths(p, paths, site.config.publicMedia);
   if (Object.keys(paths).length > before) tags.push({ name: "files", description: "media library" });
+  if (p.kind === "user") {
+    adminPaths(p, paths);
+    tags.push({ name: "admin", description: "internal endpoints of the admin pages" });
+  }
   const responses = Object.fromEntries(Object.entries(ERROR_TEXT).map(([c, d]) => [`E${c}`, { description: d, content: { "application/json": { schema: ref("Error") } } }]));
   const used = referenced(paths, { schemas, responses });
   return {
