@@ -214,6 +214,26 @@ describe("admin pages in chromium", () => {
     await page.close();
   });
 
+  test("bulk: set one field for the selected rows in one PUT; a change by someone else shows up without a reload", async () => {
+    const page = await signedIn("admin@example.com", "admin-password", "/admin/notes?filter[status]=new&sort=year%7Casc");
+    await settled(page);
+    const rows = page.locator("tbody tr[data-uuid]");
+    const before = await rows.count();
+    const uuids = [(await rows.nth(0).getAttribute("data-uuid"))!, (await rows.nth(1).getAttribute("data-uuid"))!];
+    for (const u of uuids) await page.locator(`tr[data-uuid="${u}"] input[type=checkbox]`).check();
+    const bulk = page.locator("section.bulk");
+    await bulk.locator("select").first().selectOption("status");
+    await bulk.locator("select").nth(1).selectOption("done");
+    await bulk.getByRole("button", { name: "Apply to all" }).click();
+    await page.waitForFunction(`document.querySelectorAll("tbody tr[data-uuid]").length === ${before - 2}`, undefined, { timeout: 10_000 });
+    for (const u of uuids) expect((await s.apiJson("GET", `/api/v1/notes/${u}`)).body!.notes[u].status).toBe("done");
+
+    const first = (await rows.nth(0).getAttribute("data-uuid"))!;
+    expect((await s.apiJson("PUT", `/api/v1/notes/${first}`, { title: "Changed elsewhere" })).status).toBe(200);
+    await page.locator(`tr[data-uuid="${first}"] td[data-col=title]`, { hasText: "Changed elsewhere" }).waitFor({ timeout: 12_000 });
+    await page.close();
+  });
+
   test("deep links work on reload; an unknown resource says so", async () => {
     const page = await signedIn("admin@example.com", "admin-password", "/admin/notes?filter[status]=done&sort=year%7Cdesc");
     await settled(page);
