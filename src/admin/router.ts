@@ -7,8 +7,15 @@ const read = (): Loc => ({ path: window.location.pathname, search: window.locati
 
 export const location = signal<Loc>(read());
 
+/** Asked before leaving the page in the app (a form with unsaved changes); false stays. */
+let leaveGuard: (() => boolean) | null = null;
+export function setLeaveGuard(guard: (() => boolean) | null): void {
+  leaveGuard = guard;
+}
+
 export function navigate(to: string, replace = false): void {
   if (to === window.location.pathname + window.location.search) return;
+  if (leaveGuard && new URL(to, window.location.href).pathname !== window.location.pathname && !leaveGuard()) return;
   if (replace) history.replaceState(null, "", to);
   else history.pushState(null, "", to);
   location.value = read();

@@ -1,6 +1,7 @@
 /**
  * Internal endpoints of the admin pages (spec "Endpoints" rule 12): `.resources`, `empty-resource`,
- * `.system-messages` and `.deleted/{resource}`. Permission-checked like every other endpoint; their
+ * `.system-messages`, `.deleted/{resource}`, `.files-usage`, `.files-unused`, `openai/translate` and
+ * `openai/complete`. Permission-checked like every other endpoint; their
  * shapes are resd's own (docs/admin.md) and are listed in the OpenAPI document.
  */
 import { Elysia } from "elysia";
@@ -9,11 +10,20 @@ import { emptyRecord } from "../core/admin/empty-record";
 import { systemMessages } from "../core/admin/system-messages";
 import { badRequest, methodNotAllowed, unauthorized } from "../core/errors";
 import { deletedRecords } from "../core/records/service";
+import { complete, translate } from "../core/ai/assist";
+import { fileUsage, unusedFiles } from "../core/files/usage";
+import { findFile, metaDef } from "../core/files/library";
+import { asObject } from "../core/records/prepare";
+import { publicRecord } from "../core/records/output";
 import type { Site } from "../core/site";
 import { handle, type Ctx } from "./context";
 import { json } from "./envelope";
 
 const NO_STORE = { "cache-control": "no-store" };
+
+function onlyPost(c: Ctx) {
+  if (c.request.method !== "POST") throw methodNotAllowed("POST");
+}
 
 function onlyGet(c: Ctx) {
   if (c.request.method !== "GET" && c.request.method !== "HEAD") throw methodNotAllowed("GET");
@@ -50,4 +60,28 @@ export const adminApiRoutes = (site: Site) =>
       onlyGet(c);
       const entries = await deletedRecords(c.site, await c.principal(), params.resource);
       return json(200, { count: entries.length, deleted: entries }, c.t0, NO_STORE);
+    }), { parse: "none" })
+    .all("/api/v1/.files-usage", ({ request }) => handle(site, request, async (c) => {
+      onlyGet(c);
+      const uuid = c.url().searchParams.get("uuid") ?? "";
+      const usage = await fileUsage(c.site, await c.principal(), uuid);
+      return json(200, { count: usage.length, uuid, usage }, c.t0, NO_STORE);
+    }), { parse: "none" })
+    .all("/api/v1/.files-unused", ({ request }) => handle(site, request, async (c) => {
+      onlyGet(c);
+      const md5s = await unusedFiles(c.site, await c.principal());
+      const def = metaDef(c.site);
+      const files: Record<string, unknown> = {};
+      for (const md5 of md5s) files[md5] = publicRecord(def, await findFile(c.site, md5));
+      return json(200, { count: md5s.length, files }, c.t0, NO_STORE);
+    }), { parse: "none" })
+    .all("/api/v1/openai/translate", ({ request }) => handle(site, request, async (c) => {
+      onlyPost(c);
+      const r = await translate(c.site, await c.principal(), asObject(await c.json()));
+      return json(200, r, c.t0, NO_STORE);
+    }), { parse: "none" })
+    .all("/api/v1/openai/complete", ({ request }) => handle(site, request, async (c) => {
+      onlyPost(c);
+      const r = await complete(c.site, await c.principal(), asObject(await c.json()));
+      return json(200, r, c.t0, NO_STORE);
     }), { parse: "none" });

@@ -1,55 +1,110 @@
-/** The editor of each field type, and the wrappers for `multi` and `i18n` values. */
+/**
+ * The editor of each field type (one component per type, named for it), and the wrappers for
+ * `multi` values and `i18n` values (a tab per language, with Translate when a provider is set).
+ */
 import type { FunctionComponent } from "preact";
+import { useSignal } from "@preact/signals";
 import type { FieldProps } from "./types";
 import { TextField } from "./TextField";
+import { TextareaField } from "./TextareaField";
+import { lazyField } from "./lazy";
+import { SlugField } from "./SlugField";
+import { BooleanField } from "./BooleanField";
+import { DateField } from "./DateField";
 import { EmailField } from "./EmailField";
 import { UrlField } from "./UrlField";
-import { SlugField } from "./SlugField";
-import { ColorField } from "./ColorField";
-import { DateField } from "./DateField";
-import { NumberField } from "./NumberField";
-import { TextareaField } from "./TextareaField";
-import { BooleanField } from "./BooleanField";
-import { SelectField } from "./SelectField";
 import { PasswordField } from "./PasswordField";
+import { ImageField } from "./ImageField";
+import { FileField } from "./FileField";
+import { UploadField } from "./UploadField";
+import { GalleryField } from "./GalleryField";
+import { SelectField } from "./SelectField";
+import { NumberField } from "./NumberField";
+import { ColorField } from "./ColorField";
+import { LocationPickerField } from "./LocationPickerField";
+import { GroupField } from "./GroupField";
 import { JsonField } from "./JsonField";
+import { api, ApiError, type Envelope } from "../api";
+
+type EditorProps = FieldProps & { languages: string[] };
+
+const HtmlField = lazyField(() => import("./HtmlField").then((m) => m.HtmlField));
 
 const EDITORS: Record<string, FunctionComponent<FieldProps>> = {
-  text: TextField, email: EmailField, url: UrlField, slug: SlugField, color: ColorField, date: DateField,
-  number: NumberField, textarea: TextareaField, boolean: BooleanField, select: SelectField, password: PasswordField,
+  text: TextField, textarea: TextareaField, html: HtmlField, slug: SlugField, boolean: BooleanField, date: DateField,
+  email: EmailField, url: UrlField, password: PasswordField, image: ImageField, file: FileField, upload: UploadField,
+  gallery: GalleryField, select: SelectField, number: NumberField, color: ColorField, "location-picker": LocationPickerField,
 };
+/** Types whose value is already a list: `multi` does not wrap them again. */
+const LISTS = new Set(["select", "gallery", "group"]);
 
 function MultiField(p: FieldProps & { Editor: FunctionComponent<FieldProps> }) {
   const list = Array.isArray(p.value) ? p.value : [];
   const set = (i: number, v: unknown) => p.onChange(list.map((x, j) => (j === i ? v : x)));
   return (
-    <div class="multi" id={p.id} role="group">
+    <div class="multi" id={p.id} role="group" aria-label={p.field.label}>
       {list.map((v, i) => (
         <div key={i} class="multi-row">
-          <p.Editor {...p} id={`${p.id}-${i}`} value={v} onChange={(x) => set(i, x)} />
-          {!p.readOnly && <button type="button" class="link" aria-label="Remove" onClick={() => p.onChange(list.filter((_, j) => j !== i))}>✕</button>}
+          <p.Editor {...p} id={`${p.id}-${i}`} value={v} path={`${p.path}[${i}]`} onChange={(x) => set(i, x)} />
+          {!p.readOnly && <button type="button" class="link" aria-label={`Remove ${i + 1}`} onClick={() => p.onChange(list.filter((_, j) => j !== i))}>✕</button>}
         </div>
       ))}
-      {!p.readOnly && <button type="button" class="link" onClick={() => p.onChange([...list, ""])}>Add</button>}
+      {!p.readOnly && <button type="button" class="link" onClick={() => p.onChange([...list, p.field.type === "number" ? null : ""])}>Add</button>}
     </div>
   );
 }
 
-export function FieldEditor(p: FieldProps & { languages: string[] }) {
-  const { field } = p;
-  const Editor = EDITORS[field.type] ?? JsonField;
-  if (field.i18n && p.languages.length && EDITORS[field.type]) {
-    const o = p.value && typeof p.value === "object" && !Array.isArray(p.value) ? (p.value as Record<string, unknown>) : {};
-    return (
-      <div class="i18n" id={p.id} role="group">
+function I18nField(p: EditorProps & { Inner: FunctionComponent<FieldProps> }) {
+  const tab = useSignal(p.languages[0]);
+  const busy = useSignal(false);
+  const problem = useSignal("");
+  const o = p.value && typeof p.value === "object" && !Array.isArray(p.value) ? (p.value as Record<string, unknown>) : {};
+  const translate = async () => {
+    const from = tab.value;
+    const text = o[from];
+    if (typeof text !== "string" || !text.trim()) return (problem.value = `Write the ${from} text first.`);
+    busy.value = true;
+    problem.value = "";
+    try {
+      const r = await api<Envelope & { translations: Record<string, string> }>("POST", "/openai/translate", { resource: p.def.name, field: p.name, uuid: p.uuid ?? undefined, from, text });
+      p.onChange({ ...o, ...r.body.translations });
+    } catch (e) {
+      problem.value = (e as ApiError).message;
+    } finally {
+      busy.value = false;
+    }
+  };
+  return (
+    <div class="i18n" id={p.id} role="group" aria-label={p.field.label}>
+      <div role="tablist" aria-label={`${p.field.label} languages`}>
         {p.languages.map((l) => (
-          <label key={l} class="lang"><span>{l}</span>
-            <Editor {...p} field={{ ...field, i18n: false }} id={`${p.id}-${l}`} value={o[l]} onChange={(v) => p.onChange({ ...o, [l]: v })} />
-          </label>
+          <button key={l} type="button" role="tab" id={`${p.id}-tab-${l}`} aria-selected={tab.value === l} aria-controls={`${p.id}-panel-${l}`} onClick={() => (tab.value = l)}>{l}</button>
         ))}
+        {p.def.ai && !p.readOnly && p.field.type !== "slug" && <button type="button" class="translate" disabled={busy.value} onClick={translate}>{busy.value ? "Translating…" : `Translate from ${tab.value}`}</button>}
       </div>
-    );
-  }
-  if (field.multi && field.type !== "select" && EDITORS[field.type]) return <MultiField {...p} Editor={Editor} />;
-  return <Editor {...p} />;
+      {p.languages.map((l) => (
+        <div key={l} role="tabpanel" id={`${p.id}-panel-${l}`} aria-labelledby={`${p.id}-tab-${l}`} hidden={tab.value !== l} data-language={l}>
+          <p.Inner {...p} field={{ ...p.field, i18n: false }} id={`${p.id}-${l}`} language={l} path={`${p.path}.${l}`} value={o[l]} onChange={(v) => p.onChange({ ...o, [l]: v })} />
+        </div>
+      ))}
+      {problem.value && <p class="error" role="alert">{problem.value}</p>}
+    </div>
+  );
+}
+
+/** One stable `multi` wrapper per editor (a new component per render would lose focus on typing). */
+const multiOf = new Map<FunctionComponent<FieldProps>, FunctionComponent<FieldProps>>();
+function multi(Editor: FunctionComponent<FieldProps>): FunctionComponent<FieldProps> {
+  let m = multiOf.get(Editor);
+  if (!m) multiOf.set(Editor, (m = (q: FieldProps) => <MultiField {...q} Editor={Editor} />));
+  return m;
+}
+
+export function FieldEditor(p: EditorProps) {
+  const { field } = p;
+  if (field.type === "group") return <GroupField {...p} Editor={FieldEditor} />;
+  const Editor = EDITORS[field.type] ?? JsonField;
+  const Inner = field.multi && !LISTS.has(field.type) ? multi(Editor) : Editor;
+  if (field.i18n && p.languages.length) return <I18nField {...p} Inner={Inner} />;
+  return <Inner {...p} />;
 }

@@ -5,7 +5,7 @@
  */
 import { can, hasPermission, type Principal } from "../access/permissions";
 import type { Site } from "../site";
-import type { FieldDef, ResourceDef } from "../definitions/types";
+import type { CustomButton, FieldDef, ResourceDef } from "../definitions/types";
 import { isSystemField } from "../definitions/types";
 
 export type OptionView = { value: string; label: string };
@@ -25,6 +25,12 @@ export type FieldView = {
   max?: number;
   longitude_field?: string;
   wrapper_class?: string;
+  preserve_existing?: boolean;
+  /** html: the editor's buttons (built-in names or the definition's custom buttons). */
+  buttons?: string[];
+  media?: boolean;
+  media_sizes?: string[];
+  paste_html?: boolean;
   fields?: Record<string, FieldView>;
 };
 export type FilterView = { field: string; label: string; options: OptionView[]; default: string | null; multi: boolean };
@@ -39,6 +45,10 @@ export type ResourceView = {
   actions: { view_url: string; url: string | null };
   sort: { field: string; order: "asc" | "desc" } | null;
   history: boolean;
+  /** Custom html editor buttons declared by the definition (`buttons` root key). */
+  buttons: Record<string, CustomButton>;
+  /** An AI provider is configured: translation, completion and import from .docx are offered. */
+  ai: boolean;
   can: { view: true; create: boolean; edit: boolean; delete: boolean; import: boolean; export: boolean; restore: boolean; delete_all: boolean };
 };
 
@@ -97,6 +107,13 @@ async function fieldView(site: Site, p: Principal, def: ResourceDef, name: strin
   const options = f.type === "select" ? await optionsOf(site, p, f) : undefined;
   if (options) v.options = options;
   for (const k of ["resource", "source", "accept", "longitude_field", "wrapper_class"] as const) if (typeof f[k] === "string") v[k] = f[k] as string;
+  if (f.type === "html") {
+    v.buttons = (f.buttons ?? "bold,italic,removeFormat").split(",").map((b) => b.trim()).filter(Boolean);
+    v.media = Boolean(f.media);
+    v.media_sizes = typeof f.media_sizes === "string" ? f.media_sizes.split(",").map((x) => x.trim()).filter(Boolean) : [];
+    v.paste_html = Boolean(f.paste_html);
+  }
+  if (f.type === "slug") v.preserve_existing = Boolean(f.preserve_existing);
   if (typeof f.min === "number") v.min = f.min;
   if (typeof f.max === "number") v.max = f.max;
   if (f.type === "group" && f.fields) {
@@ -106,13 +123,19 @@ async function fieldView(site: Site, p: Principal, def: ResourceDef, name: strin
   return v;
 }
 
-/** Fields an editor sees: visible ones, and write-only ones only to those who may write them. */
+/**
+ * Fields an editor sees: visible ones, and write-only ones (passwords, encrypted fields, a user's
+ * role and API flag) only to those who may write them. Plain `hidden` fields are never offered.
+ */
 function editableHidden(def: ResourceDef, name: string, p: Principal): boolean {
-  if (def.encrypted.has(name)) return false;
-  if (def.name !== "users") return false;
-  // Switching API access on needs a role that may edit users; a password or role is also set on create.
-  if (name === "api") return can(p, "users", "edit");
-  return ["password", "role"].includes(name) && (can(p, "users", "edit") || can(p, "users", "create"));
+  const mayWrite = can(p, def.name, "edit") || can(p, def.name, "create");
+  if (def.name === "users") {
+    // Switching API access on needs a role that may edit users; a password or role is also set on create.
+    if (name === "api") return can(p, "users", "edit");
+    if (name === "password" || name === "role") return mayWrite;
+    return false;
+  }
+  return (def.fields[name]?.type === "password" || def.encrypted.has(name)) && mayWrite;
 }
 
 function columnsOf(def: ResourceDef, visible: Set<string>): string[] {
@@ -152,6 +175,8 @@ export async function describeResource(site: Site, p: Principal, def: ResourceDe
     actions: { view_url: def.raw.actions?.view_url ?? `${ADMIN_BASE}/${def.name}/[#record.uuid#]?view=1`, url: def.raw.actions?.url ?? null },
     sort: sort && (visible.has(sort.field) || isSystemField(sort.field)) ? sort : null,
     history: def.history,
+    buttons: def.raw.buttons ?? {},
+    ai: Boolean(site.config.aiApiKey),
     can: {
       view: true, create: mayCreate, edit: mayEdit, delete: can(p, def.name, "delete"), import: can(p, def.name, "import"),
       export: can(p, def.name, "export"), restore: mayEdit && mayCreate, delete_all: can(p, def.name, "delete_all"),

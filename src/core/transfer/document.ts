@@ -9,6 +9,7 @@ import { authorize, type Principal } from "../access/permissions";
 import type { FieldDef, ResourceDef } from "../definitions/types";
 import { AppError, unauthorized } from "../errors";
 import { takeAiCall } from "../access/rate-limit";
+import { chatJson, requireProvider, type Message } from "../ai/provider";
 import { checkZipBounds, type ZipBounds } from "./zip-bounds";
 import { prepareValues } from "../records/prepare";
 import type { Site } from "../site";
@@ -27,11 +28,8 @@ export type DocumentProposal = {
 
 /** About 15k tokens of document: enough for an article, bounded for cost. */
 const MAX_DOCUMENT_CHARS = 60_000;
-const PROVIDER_TIMEOUT_MS = 60_000;
 /** Types an AI cannot fill from text: uploads, secrets, nested groups. */
 const NOT_PROPOSED = new Set(["password", "image", "file", "upload", "gallery", "group"]);
-
-const providerError = (details: string) => new AppError(502, "BAD_GATEWAY", details);
 
 /** The fields a proposal may fill. */
 export function proposableFields(def: ResourceDef): [string, FieldDef][] {
@@ -43,16 +41,15 @@ export async function proposeFromDocument(site: Site, p: Principal, resource: st
   // Every call spends the site's AI credits: never for anonymous visitors, whatever forms allow.
   if (p.kind === "anonymous") throw unauthorized("import-document needs a signed-in user or a bearer token");
   authorize(p, resource, "create");
-  const { aiApiKey, aiBaseUrl, aiModel } = site.config;
-  if (!aiApiKey) throw new AppError(503, "SERVICE_UNAVAILABLE", "import-document needs an AI provider: set AI_API_KEY (and AI_BASE_URL, AI_MODEL) in DIR/.env");
+  requireProvider(site.config, "import-document");
   const { file, name } = await upload();
   const html = await docxToHtml(file, { maxUncompressed: site.config.documentMaxUnzipped, maxEntries: 1000 });
   await takeAiCall(site, p);
   const truncated = html.length > MAX_DOCUMENT_CHARS;
   const text = truncated ? html.slice(0, MAX_DOCUMENT_CHARS) : html;
-  const answer = await complete(aiBaseUrl, aiApiKey, aiModel, messages(def, text));
+  const answer = await chatJson(site.config, messages(def, text));
   const checked = await check(site, def, answer);
-  return { resource, ...checked, document: { name, characters: html.length, truncated }, model: aiModel };
+  return { resource, ...checked, document: { name, characters: html.length, truncated }, model: site.config.aiModel };
 }
 
 async function docxToHtml(file: Blob, bounds: ZipBounds): Promise<string> {
@@ -88,8 +85,6 @@ function fieldGuide(def: ResourceDef): Record<string, Record<string, unknown>> {
   return out;
 }
 
-type Message = { role: "system" | "user"; content: string };
-
 function messages(def: ResourceDef, documentHtml: string): Message[] {
   const system = [
     `You fill in a new record of the resource "${def.name}" from a document.`,
@@ -99,38 +94,6 @@ function messages(def: ResourceDef, documentHtml: string): Message[] {
   ].join("\n");
   const user = `Field guide:\n${JSON.stringify(fieldGuide(def), null, 1)}\n\nDocument (HTML):\n${documentHtml}`;
   return [{ role: "system", content: system }, { role: "user", content: user }];
-}
-
-/** One chat-completions call; the answer's content parsed as a JSON object. */
-async function complete(baseUrl: string, key: string, model: string, msgs: Message[]): Promise<Record<string, unknown>> {
-  let res: Response;
-  try {
-    res = await fetch(`${baseUrl.replace(/\/+$/, "")}/chat/completions`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ model, messages: msgs, temperature: 0, response_format: { type: "json_object" } }),
-      signal: AbortSignal.timeout(PROVIDER_TIMEOUT_MS),
-    });
-  } catch (e) {
-    throw providerError(`the AI provider cannot be reached (${(e as Error).name === "TimeoutError" ? "no answer within 60 s" : (e as Error).message})`);
-  }
-  // The provider's body may echo the key or prompt: only its status reaches the caller.
-  if (!res.ok) throw providerError(`the AI provider answered HTTP ${res.status}`);
-  let content: unknown;
-  try {
-    content = ((await res.json()) as { choices?: { message?: { content?: unknown } }[] }).choices?.[0]?.message?.content;
-  } catch {
-    throw providerError("the AI provider's answer is not JSON");
-  }
-  if (typeof content !== "string") throw providerError("the AI provider's answer has no message content");
-  const body = content.trim().replace(/^```(?:json)?\s*/i, "").replace(/\s*```$/, "");
-  try {
-    const parsed = JSON.parse(body) as unknown;
-    if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
-  } catch {
-    // reported below
-  }
-  throw providerError("the AI provider's answer is not a JSON object of field values");
 }
 
 /** Each proposed value through the write rules on its own, so one bad value does not sink the rest. */

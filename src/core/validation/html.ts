@@ -83,4 +83,12 @@ export function htmlOptions(field: FieldDef, custom: Record<string, CustomButton
   return opts;
 }
 
-export const cleanHtml = (value: string, field: FieldDef, custom?: Record<string, CustomButton>) => sanitizeHtml(value, htmlOptions(field, custom));
+/**
+ * sanitize-html writes void elements as `<img … />`; editors and browsers write `<img …>`. The
+ * HTML form is kept, so that what the editor produced is stored unchanged. (Attribute values are
+ * escaped by then, so "/>" can only end a tag.)
+ */
+const VOID_SLASH = /<(img|br|hr|source)(\s[^>]*?)?\s*\/>/g;
+
+export const cleanHtml = (value: string, field: FieldDef, custom?: Record<string, CustomButton>) =>
+  sanitizeHtml(value, htmlOptions(field, custom)).replace(VOID_SLASH, "<$1$2>");

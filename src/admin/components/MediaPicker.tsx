@@ -1,0 +1,57 @@
+/** Pick a file from the media library, or upload one into it; `accept` restricts both. */
+import { useEffect } from "preact/hooks";
+import { useSignal } from "@preact/signals";
+import { Dialog } from "./Dialog";
+import { accepts, isImage, listFiles, thumb, uploadFile, type FileMeta } from "../media";
+
+export function MediaPicker({ accept, sizes, onPick, onClose }: { accept?: string; sizes?: string[]; onPick: (f: FileMeta, size?: string) => void; onClose: () => void }) {
+  const files = useSignal<FileMeta[]>([]);
+  const search = useSignal("");
+  const error = useSignal("");
+  const progress = useSignal<number | null>(null);
+  const size = useSignal(sizes?.[0] ?? "");
+  const load = () => listFiles({ search: search.value, limit: 120 }).then((r) => (files.value = r.files.filter((f) => accepts(accept, f)))).catch((e: Error) => (error.value = e.message));
+  useEffect(() => { void load(); }, [search.value]);
+  const upload = async (list: FileList | null) => {
+    error.value = "";
+    for (const file of Array.from(list ?? [])) {
+      if (!accepts(accept, file)) {
+        error.value = `${file.name} is not accepted here (${accept})`;
+        continue;
+      }
+      try {
+        const meta = await uploadFile(file, (p) => (progress.value = p));
+        progress.value = null;
+        onPick(meta, size.value || undefined);
+        return;
+      } catch (e) {
+        error.value = (e as Error).message;
+        progress.value = null;
+      }
+    }
+  };
+  return (
+    <Dialog title="Media library" onClose={onClose}>
+      <div class="picker-tools">
+        <input type="search" placeholder="Search files" aria-label="Search files" onInput={(e) => (search.value = (e.target as HTMLInputElement).value)} />
+        <label class="button">Upload<input type="file" class="sr-only" accept={accept} onChange={(e) => upload((e.target as HTMLInputElement).files)} /></label>
+        {sizes && sizes.length > 0 && (
+          <label>Size <select value={size.value} onChange={(e) => (size.value = (e.target as HTMLSelectElement).value)}>{sizes.map((s) => <option key={s} value={s}>{s}</option>)}</select></label>
+        )}
+      </div>
+      {progress.value !== null && <progress max={1} value={progress.value} aria-label="Upload progress" />}
+      {error.value && <p class="error" role="alert">{error.value}</p>}
+      <ul class="grid picker">
+        {files.value.map((f) => (
+          <li key={f.uuid}>
+            <button type="button" class="pick" data-file={f.uuid} onClick={() => onPick(f, size.value || undefined)}>
+              {isImage(f.type) ? <img src={thumb(f.uuid)} alt="" loading="lazy" /> : <span class="file-icon" aria-hidden="true">📄</span>}
+              <span>{f.title || f.name}</span>
+            </button>
+          </li>
+        ))}
+        {files.value.length === 0 && <li class="muted">No files.</li>}
+      </ul>
+    </Dialog>
+  );
+}

@@ -1,0 +1,100 @@
+/** What each editor button does and when it shows as active: the built-in ones and the custom kinds. */
+import type { Editor } from "@tiptap/core";
+import type { CustomButton } from "../state";
+import { customMarkName, customNodeName } from "./extensions";
+
+export type ButtonSpec = { name: string; label: string; icon?: string; run: (editor: Editor) => void; active: (editor: Editor) => boolean; insert?: boolean; bubble?: boolean };
+
+const chain = (e: Editor) => e.chain().focus();
+
+function askLink(e: Editor) {
+  const current = e.getAttributes("link").href as string | undefined;
+  const href = window.prompt("Link address (empty removes the link)", current ?? "https://");
+  if (href === null) return;
+  if (href.trim() === "") chain(e).extendMarkRange("link").unsetLink().run();
+  else chain(e).extendMarkRange("link").setLink({ href: href.trim() }).run();
+}
+
+const BUILTIN: Record<string, Omit<ButtonSpec, "name">> = {
+  bold: { label: "Bold", icon: "B", run: (e) => chain(e).toggleBold().run(), active: (e) => e.isActive("bold"), bubble: true },
+  italic: { label: "Italic", icon: "I", run: (e) => chain(e).toggleItalic().run(), active: (e) => e.isActive("italic"), bubble: true },
+  underline: { label: "Underline", icon: "U", run: (e) => chain(e).toggleUnderline().run(), active: (e) => e.isActive("underline") },
+  strikethrough: { label: "Strikethrough", icon: "S", run: (e) => chain(e).toggleStrike().run(), active: (e) => e.isActive("strike") },
+  subscript: { label: "Subscript", icon: "x₂", run: (e) => chain(e).toggleMark("subscript").run(), active: (e) => e.isActive("subscript") },
+  superscript: { label: "Superscript", icon: "x²", run: (e) => chain(e).toggleMark("superscript").run(), active: (e) => e.isActive("superscript") },
+  h2: { label: "Heading 2", icon: "H2", run: (e) => chain(e).toggleHeading({ level: 2 }).run(), active: (e) => e.isActive("heading", { level: 2 }) },
+  h3: { label: "Heading 3", icon: "H3", run: (e) => chain(e).toggleHeading({ level: 3 }).run(), active: (e) => e.isActive("heading", { level: 3 }) },
+  h4: { label: "Heading 4", icon: "H4", run: (e) => chain(e).toggleHeading({ level: 4 }).run(), active: (e) => e.isActive("heading", { level: 4 }) },
+  quote: { label: "Quote", icon: "❝", run: (e) => chain(e).toggleBlockquote().run(), active: (e) => e.isActive("blockquote") },
+  pre: { label: "Preformatted", icon: "</>", run: (e) => chain(e).toggleCodeBlock().run(), active: (e) => e.isActive("codeBlock") },
+  orderedlist: { label: "Numbered list", icon: "1.", run: (e) => chain(e).toggleOrderedList().run(), active: (e) => e.isActive("orderedList") },
+  unorderedlist: { label: "Bulleted list", icon: "•", run: (e) => chain(e).toggleBulletList().run(), active: (e) => e.isActive("bulletList") },
+  anchor: { label: "Link", icon: "🔗", run: askLink, active: (e) => e.isActive("link"), bubble: true },
+  link: { label: "Link", icon: "🔗", run: askLink, active: (e) => e.isActive("link") },
+  removeFormat: { label: "Remove formatting", icon: "⌫", run: (e) => chain(e).unsetAllMarks().clearNodes().run(), active: () => false },
+};
+
+/** execCommand names a `command` button may use, as editor commands. */
+const COMMANDS: Record<string, string> = {
+  bold: "bold", italic: "italic", underline: "underline", strikeThrough: "strikethrough", subscript: "subscript",
+  superscript: "superscript", insertOrderedList: "orderedlist", insertUnorderedList: "unorderedlist", createLink: "anchor", removeFormat: "removeFormat",
+};
+
+/** True when the selection sits inside an element matching `selector` (a custom button's `active`). */
+function insideSelector(e: Editor, selector: string): boolean {
+  const { node } = e.view.domAtPos(e.state.selection.from);
+  const el = node instanceof Element ? node : node.parentElement;
+  try {
+    return Boolean(el?.closest(selector)) && e.view.dom.contains(el!.closest(selector));
+  } catch {
+    return false;
+  }
+}
+
+function customSpec(name: string, b: CustomButton, field: string): ButtonSpec {
+  const base = { name, label: b.label ?? name, icon: b.icon, insert: b.insert, bubble: b.bubble };
+  let run: (e: Editor) => void = () => undefined;
+  let active: (e: Editor) => boolean = () => false;
+  switch (b.kind) {
+    case "command": {
+      const builtin = BUILTIN[COMMANDS[b.command ?? ""] ?? ""];
+      if (builtin) ({ run, active } = builtin);
+      break;
+    }
+    case "block": {
+      const level = /^h([2-4])$/.exec(b.tag ?? "");
+      if (level) ({ run, active } = BUILTIN[`h${level[1]}`]);
+      else if (b.tag === "blockquote") ({ run, active } = BUILTIN.quote);
+      else if (b.tag === "pre") ({ run, active } = BUILTIN.pre);
+      else if (b.tag === "p") run = (e) => chain(e).setParagraph().run();
+      else {
+        const node = customNodeName(name);
+        run = (e) => chain(e).toggleNode(node, "paragraph").run();
+        active = (e) => e.isActive(node);
+      }
+      break;
+    }
+    case "list": ({ run, active } = BUILTIN.unorderedlist); break;
+    case "link": ({ run, active } = BUILTIN.anchor); break;
+    case "wrap": {
+      const mark = customMarkName(name);
+      run = (e) => chain(e).toggleMark(mark).run();
+      active = (e) => e.isActive(mark);
+      break;
+    }
+    case "insert": run = (e) => chain(e).insertContent(b.html ?? "").run(); break;
+    case "event":
+      run = (e) => e.view.dom.dispatchEvent(new CustomEvent(b.event ?? name, { bubbles: true, detail: { field, button: name, html: e.getHTML() } }));
+      break;
+  }
+  const byKind = active;
+  return { ...base, run, active: b.active ? (e) => insideSelector(e, b.active!) : byKind };
+}
+
+export function buttonSpecs(buttons: string[], custom: Record<string, CustomButton>, field: string): ButtonSpec[] {
+  return buttons.flatMap((name) => {
+    if (custom[name]) return [customSpec(name, custom[name], field)];
+    const b = BUILTIN[name];
+    return b ? [{ name, ...b }] : [];
+  });
+}

@@ -1,0 +1,33 @@
+/** A `gallery` field: an ordered list of images of the media library. */
+import { useSignal } from "@preact/signals";
+import { MediaPicker } from "../components/MediaPicker";
+import { FileChip } from "../components/FileChip";
+import type { FieldProps } from "./types";
+
+export function GalleryField({ id, field, value, onChange, readOnly }: FieldProps) {
+  const picking = useSignal(false);
+  const list = Array.isArray(value) ? value.map(String) : [];
+  const move = (i: number, by: number) => {
+    const next = [...list];
+    [next[i], next[i + by]] = [next[i + by], next[i]];
+    onChange(next);
+  };
+  return (
+    <div id={id} class="gallery-field" role="group" aria-label={field.label}>
+      <ol>
+        {list.map((md5, i) => (
+          <li key={`${md5}-${i}`}>
+            <FileChip md5={md5} />
+            {!readOnly && <>
+              <button type="button" class="link" aria-label="Move up" disabled={i === 0} onClick={() => move(i, -1)}>↑</button>
+              <button type="button" class="link" aria-label="Move down" disabled={i === list.length - 1} onClick={() => move(i, 1)}>↓</button>
+              <button type="button" class="link danger" aria-label="Remove" onClick={() => onChange(list.filter((_, j) => j !== i))}>✕</button>
+            </>}
+          </li>
+        ))}
+      </ol>
+      {!readOnly && <button type="button" onClick={() => (picking.value = true)}>Add image…</button>}
+      {picking.value && <MediaPicker accept={field.accept ?? "image/*"} onClose={() => (picking.value = false)} onPick={(f) => { onChange([...list, f.uuid]); picking.value = false; }} />}
+    </div>
+  );
+}

@@ -1,0 +1,52 @@
+/**
+ * A `group` field: repeatable rows of its sub-fields, added, removed and reordered; each row is its
+ * own model, and errors are found by path (`sections[1].heading`).
+ */
+import type { FunctionComponent } from "preact";
+import type { FieldProps } from "./types";
+
+type Row = Record<string, unknown>;
+
+export function GroupField(p: FieldProps & { Editor: FunctionComponent<FieldProps & { languages: string[] }> }) {
+  const { id, field, value, onChange, readOnly, path, errors, Editor } = p;
+  const rows: Row[] = Array.isArray(value) ? (value as Row[]) : [];
+  const subs = Object.entries(field.fields ?? {});
+  const set = (i: number, next: Row) => onChange(rows.map((r, j) => (j === i ? next : r)));
+  const move = (i: number, by: number) => {
+    const next = [...rows];
+    [next[i], next[i + by]] = [next[i + by], next[i]];
+    onChange(next);
+  };
+  const empty = (): Row => Object.fromEntries(subs.map(([k, f]) => [k, f.type === "boolean" ? false : f.multi || f.type === "group" || f.type === "gallery" ? [] : f.type === "number" ? null : ""]));
+  return (
+    <div id={id} class="group" role="group" aria-label={field.label}>
+      <ol>
+        {rows.map((row, i) => (
+          <li key={i} class="group-row" data-row={i}>
+            <div class="row-tools">
+              <span class="muted">{i + 1}</span>
+              {!readOnly && <>
+                <button type="button" class="link" aria-label={`Move row ${i + 1} up`} disabled={i === 0} onClick={() => move(i, -1)}>↑</button>
+                <button type="button" class="link" aria-label={`Move row ${i + 1} down`} disabled={i === rows.length - 1} onClick={() => move(i, 1)}>↓</button>
+                <button type="button" class="link danger" aria-label={`Remove row ${i + 1}`} onClick={() => onChange(rows.filter((_, j) => j !== i))}>✕</button>
+              </>}
+            </div>
+            {subs.map(([k, f]) => {
+              const subPath = `${path}[${i}].${k}`;
+              return (
+                <div key={k} class={`field type-${f.type} ${f.wrapper_class ?? ""}`} data-field={k}>
+                  <label for={`${id}-${i}-${k}`}>{f.label}{f.required && <span aria-hidden="true"> *</span>}</label>
+                  <Editor {...p} id={`${id}-${i}-${k}`} name={k} field={f} value={row[k]} model={row} path={subPath} error={errors[subPath]} languages={p.def.languages}
+                    onChange={(v) => set(i, { ...row, [k]: v })} setField={(n, v) => set(i, { ...row, [n]: v })} />
+                  {errors[subPath] && <p class="error" role="alert">{errors[subPath]}</p>}
+                </div>
+              );
+            })}
+          </li>
+        ))}
+      </ol>
+      {errors[path] && <p class="error" role="alert">{errors[path]}</p>}
+      {!readOnly && <button type="button" onClick={() => onChange([...rows, empty()])}>Add row</button>}
+    </div>
+  );
+}

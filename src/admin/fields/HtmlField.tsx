@@ -1,0 +1,113 @@
+/**
+ * An `html` field: a Tiptap editor with the field's buttons (default bold, italic, removeFormat),
+ * custom buttons, a bubble toolbar on selected text, and images from the media library at one of
+ * `media_sizes`. Pasting keeps plain text unless `paste_html`.
+ */
+import { useEffect, useRef } from "preact/hooks";
+import { useSignal } from "@preact/signals";
+import { Editor } from "@tiptap/core";
+import { extensionsFor } from "../editor/extensions";
+import { buttonSpecs, type ButtonSpec } from "../editor/buttons";
+import { mediaImageAttrs } from "../editor/media-sizes";
+import { MediaPicker } from "../components/MediaPicker";
+import type { FieldProps } from "./types";
+
+function Toolbar({ specs, editor, tick, label }: { specs: ButtonSpec[]; editor: Editor; tick: number; label: string }) {
+  return (
+    <>
+      {specs.map((b) => (
+        <button key={b.name} type="button" class={`tool${b.active(editor) ? " active" : ""}`} data-button={b.name} aria-pressed={b.active(editor)}
+          title={b.label} aria-label={`${b.label} (${label})`} data-tick={tick}
+          onMouseDown={(e) => e.preventDefault()} onClick={() => b.run(editor)}>
+          {b.icon ?? b.label}
+        </button>
+      ))}
+    </>
+  );
+}
+
+export function HtmlField({ id, name, field, value, onChange, readOnly, def }: FieldProps) {
+  const host = useRef<HTMLDivElement>(null);
+  const editor = useRef<Editor | null>(null);
+  const tick = useSignal(0);
+  const picking = useSignal(false);
+  const bubble = useSignal<{ left: number; top: number } | null>(null);
+  const buttons = field.buttons ?? ["bold", "italic", "removeFormat"];
+  const specs = buttonSpecs(buttons, def.buttons, name);
+  const html = typeof value === "string" ? value : "";
+
+  /** The bubble toolbar sits above a non-empty selection. */
+  const placeBubble = (e: Editor) => {
+    const { from, to, empty } = e.state.selection;
+    if (empty || !host.current) {
+      bubble.value = null;
+      return;
+    }
+    const a = e.view.coordsAtPos(from);
+    const b = e.view.coordsAtPos(to);
+    const box = host.current.getBoundingClientRect();
+    bubble.value = { left: (a.left + b.left) / 2 - box.left, top: Math.max(0, a.top - box.top - 40) };
+  };
+
+  useEffect(() => {
+    const ed = new Editor({
+      element: host.current!,
+      extensions: extensionsFor(buttons, def.buttons, Boolean(field.media)),
+      content: html,
+      editable: !readOnly,
+      editorProps: {
+        attributes: { id, class: "html-editor", role: "textbox", "aria-multiline": "true", "aria-label": field.label },
+        handlePaste: (view, event) => {
+          if (field.paste_html) return false;
+          const text = event.clipboardData?.getData("text/plain") ?? "";
+          view.dispatch(view.state.tr.insertText(text));
+          return true;
+        },
+      },
+      onUpdate: ({ editor: e }) => onChange(e.isEmpty ? "" : e.getHTML()),
+      onTransaction: ({ editor: e }) => {
+        tick.value += 1;
+        placeBubble(e);
+      },
+      onFocus: ({ editor: e }) => placeBubble(e),
+      // Clicking a bubble button blurs for a moment: hide only if the editor stays unfocused.
+      onBlur: () => setTimeout(() => { if (!editor.current?.isFocused) bubble.value = null; }, 150),
+    });
+    editor.current = ed;
+    return () => ed.destroy();
+  }, []);
+
+  // A value set from outside (a translation, a document import) replaces the content.
+  useEffect(() => {
+    const ed = editor.current;
+    if (ed && !ed.isFocused && html !== (ed.isEmpty ? "" : ed.getHTML())) ed.commands.setContent(html, { emitUpdate: false });
+  }, [html]);
+
+  const ed = editor.current;
+  const main = specs.filter((s) => !s.insert);
+  const inserts = specs.filter((s) => s.insert);
+  const bubbles = specs.filter((s) => s.bubble);
+  return (
+    <div class="html-field" data-html-field={name}>
+      {!readOnly && ed && (
+        <div class="toolbar-row" role="toolbar" aria-label={`${field.label} formatting`}>
+          <Toolbar specs={main} editor={ed} tick={tick.value} label={field.label} />
+          {(field.media || inserts.length > 0) && <span class="sep" aria-hidden="true" />}
+          {field.media && <button type="button" class="tool" data-button="media" onClick={() => (picking.value = true)}>Media</button>}
+          <Toolbar specs={inserts} editor={ed} tick={tick.value} label={field.label} />
+        </div>
+      )}
+      <div class="editor-host" ref={host}>
+        {!readOnly && ed && bubble.value && bubbles.length > 0 && (
+          <div class="bubble" role="toolbar" aria-label="Selection" style={{ left: `${bubble.value.left}px`, top: `${bubble.value.top}px` }}>
+            <Toolbar specs={bubbles} editor={ed} tick={tick.value} label={`${field.label}, selection`} />
+          </div>
+        )}
+      </div>
+      {picking.value && ed && (
+        <MediaPicker accept="image/*" sizes={field.media_sizes} onClose={() => (picking.value = false)}
+          onPick={(f, size) => { ed.chain().focus().setImage(mediaImageAttrs(f, size) as never).run(); picking.value = false; }} />
+      )}
+    </div>
+  );
+}
