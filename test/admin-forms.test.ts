@@ -10,6 +10,7 @@ import sharp from "sharp";
 import type { Server } from "bun";
 import { join } from "node:path";
 import { adminSite, ROOT } from "./helpers/site";
+import { docx } from "./helpers/docx";
 
 const articles = {
   name: { singular: "Article", plural: "Articles" },
@@ -61,6 +62,9 @@ function fakeProvider() {
       const system = body.messages.find((m) => m.role === "system")?.content ?? "";
       const user = body.messages.find((m) => m.role === "user")?.content ?? "";
       seen.push({ system, user });
+      if (system.includes("fill in a new record")) {
+        return Response.json({ choices: [{ message: { role: "assistant", content: JSON.stringify({ title: { en: "From the document", de: "Aus dem Dokument" }, summary: "First paragraph.", rating: 42 }) } }] });
+      }
       const langs = /language codes: ([a-z, ]+);/.exec(system)?.[1].split(", ") ?? [];
       const text = user.split("\n\n").slice(1).join("\n\n");
       const content = JSON.stringify(Object.fromEntries(langs.map((l) => [l, `[${l}] ${text}`])));
@@ -314,6 +318,19 @@ describe("admin forms in chromium", () => {
     await page.goto(`${s.base}/admin/files`);
     await page.locator(`li[data-file="${md5}"]`).getByRole("button", { name: "Used where" }).click();
     await page.locator("dialog[open] a", { hasText: `articles/${uuid}` }).waitFor();
+    await page.close();
+  });
+
+  test("Import from .docx fills the new-record form from import-document; rejected values are shown at their fields", async () => {
+    const page = await signedIn("/admin/articles/new");
+    await field(page, "title").waitFor();
+    const file = Buffer.from(await docx(["From the document", "First paragraph."]));
+    await page.locator(".from-docx input[type=file]").setInputFiles({ name: "story.docx", mimeType: "application/vnd.openxmlformats-officedocument.wordprocessingml.document", buffer: file });
+    await page.getByText("Filled from story.docx").waitFor();
+    expect(await field(page, "title").locator("[data-language=en] input").inputValue()).toBe("From the document");
+    expect(await field(page, "summary").locator("textarea").inputValue()).toBe("First paragraph.");
+    expect(await field(page, "rating").locator(".field-error").textContent()).toContain("5"); // 42 is above max
+    expect(await field(page, "slug").locator("[data-language=en] input").inputValue()).toBe("from-the-document");
     await page.close();
   });
 

@@ -3,6 +3,7 @@
  * own model, and errors are found by path (`sections[1].heading`).
  */
 import type { FunctionComponent } from "preact";
+import { useRef } from "preact/hooks";
 import type { FieldProps } from "./types";
 
 type Row = Record<string, unknown>;
@@ -11,7 +12,13 @@ export function GroupField(p: FieldProps & { Editor: FunctionComponent<FieldProp
   const { id, field, value, onChange, readOnly, path, errors, Editor } = p;
   const rows: Row[] = Array.isArray(value) ? (value as Row[]) : [];
   const subs = Object.entries(field.fields ?? {});
-  const set = (i: number, next: Row) => onChange(rows.map((r, j) => (j === i ? next : r)));
+  // Changes in one tick (a slug following its source in a row) build on each other.
+  const latest = useRef(rows);
+  latest.current = rows;
+  const set = (i: number, next: Row) => {
+    latest.current = latest.current.map((r, j) => (j === i ? next : r));
+    onChange(latest.current);
+  };
   const move = (i: number, by: number) => {
     const next = [...rows];
     [next[i], next[i + by]] = [next[i + by], next[i]];
@@ -37,7 +44,7 @@ export function GroupField(p: FieldProps & { Editor: FunctionComponent<FieldProp
                 <div key={k} class={`field type-${f.type} ${f.wrapper_class ?? ""}`} data-field={k}>
                   <label for={`${id}-${i}-${k}`}>{f.label}{f.required && <span aria-hidden="true"> *</span>}</label>
                   <Editor {...p} id={`${id}-${i}-${k}`} name={k} field={f} value={row[k]} model={row} path={subPath} error={errors[subPath]} languages={p.def.languages}
-                    onChange={(v) => set(i, { ...row, [k]: v })} setField={(n, v) => set(i, { ...row, [n]: v })} />
+                    onChange={(v) => set(i, { ...latest.current[i], [k]: v })} setField={(n, v) => set(i, { ...latest.current[i], [n]: v })} />
                   {errors[subPath] && <p class="error" role="alert">{errors[subPath]}</p>}
                 </div>
               );

@@ -3,6 +3,7 @@
  * `multi` values and `i18n` values (a tab per language, with Translate when a provider is set).
  */
 import type { FunctionComponent } from "preact";
+import { useRef } from "preact/hooks";
 import { useSignal } from "@preact/signals";
 import type { FieldProps } from "./types";
 import { TextField } from "./TextField";
@@ -59,6 +60,14 @@ function I18nField(p: EditorProps & { Inner: FunctionComponent<FieldProps> }) {
   const busy = useSignal(false);
   const problem = useSignal("");
   const o = p.value && typeof p.value === "object" && !Array.isArray(p.value) ? (p.value as Record<string, unknown>) : {};
+  // Several languages may change in one tick (slugs following a filled-in title): each change
+  // builds on the one before, not on the value this render saw.
+  const latest = useRef(o);
+  latest.current = o;
+  const setLanguage = (l: string, v: unknown) => {
+    latest.current = { ...latest.current, [l]: v };
+    p.onChange(latest.current);
+  };
   const translate = async () => {
     const from = tab.value;
     const text = o[from];
@@ -67,7 +76,8 @@ function I18nField(p: EditorProps & { Inner: FunctionComponent<FieldProps> }) {
     problem.value = "";
     try {
       const r = await api<Envelope & { translations: Record<string, string> }>("POST", "/openai/translate", { resource: p.def.name, field: p.name, uuid: p.uuid ?? undefined, from, text });
-      p.onChange({ ...o, ...r.body.translations });
+      latest.current = { ...latest.current, ...r.body.translations };
+      p.onChange(latest.current);
     } catch (e) {
       problem.value = (e as ApiError).message;
     } finally {
@@ -84,7 +94,7 @@ function I18nField(p: EditorProps & { Inner: FunctionComponent<FieldProps> }) {
       </div>
       {p.languages.map((l) => (
         <div key={l} role="tabpanel" id={`${p.id}-panel-${l}`} aria-labelledby={`${p.id}-tab-${l}`} hidden={tab.value !== l} data-language={l}>
-          <p.Inner {...p} field={{ ...p.field, i18n: false }} id={`${p.id}-${l}`} language={l} path={`${p.path}.${l}`} value={o[l]} onChange={(v) => p.onChange({ ...o, [l]: v })} />
+          <p.Inner {...p} field={{ ...p.field, i18n: false }} id={`${p.id}-${l}`} language={l} path={`${p.path}.${l}`} value={o[l]} onChange={(v) => setLanguage(l, v)} />
         </div>
       ))}
       {problem.value && <p class="error" role="alert">{problem.value}</p>}
