@@ -119,7 +119,7 @@ describe("GET /api/v1/.deleted/{resource}", () => {
 describe("OpenAPI", () => {
   test("the internal endpoints are documented for signed-in callers, not for anonymous ones", async () => {
     const doc = (await s.apiJson("GET", "/api/v1/openapi.json")).body as any;
-    for (const path of ["/api/v1/.resources", "/api/v1/empty-resource", "/api/v1/.system-messages", "/api/v1/.deleted/{resource}"]) expect(Object.keys(doc.paths)).toContain(path);
+    for (const path of ["/api/v1/.resources", "/api/v1/empty-resource", "/api/v1/.system-messages", "/api/v1/.deleted/{resource}", "/api/v1/.files-usage", "/api/v1/.files-unused", "/api/v1/openai/translate", "/api/v1/openai/complete"]) expect(Object.keys(doc.paths)).toContain(path);
     const anon = await call(s.base, "GET", "/api/v1/openapi.json");
     if (anon.status === 200) expect(Object.keys((anon.body as any).paths)).not.toContain("/api/v1/.resources");
   });

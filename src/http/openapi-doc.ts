@@ -239,6 +239,25 @@ function adminPaths(p: Principal, paths: Record<string, PathItem>) {
   paths["/api/v1/.deleted/{resource}"] = get("admin_deleted_records", "Records deleted within 90 days and not restored, newest first (needs view-{resource})",
     envelope("deleted records", { deleted: { type: "array", items: ref("HistoryEntry") } }),
     { parameters: [{ name: "resource", in: "path", required: true, schema: { type: "string" } }] }, [401, 403, 404]);
+  if (can(p, ".files", "view")) paths["/api/v1/.files-usage"] = get("admin_files_usage", "Records (in resources the caller may view) whose image, file, upload, gallery or html fields name the file (needs view-.files)",
+    envelope("usage", { uuid: { type: "string" }, usage: { type: "array", items: { type: "object", properties: { resource: { type: "string" }, uuid: { type: "string" }, fields: { type: "array", items: { type: "string" } } } } } }),
+    { parameters: [{ name: "uuid", in: "query", required: true, schema: { type: "string" } }] }, [401, 403, 404]);
+  if (can(p, ".files", "view")) paths["/api/v1/.files-unused"] = get("admin_files_unused", "Files no record names (needs view-.files)",
+    envelope("files by uuid", { files: { type: "object", additionalProperties: ref("FileMeta") } }), {}, [401, 403]);
+  const ai = (operationId: string, summary: string, body: Record<string, Schema>, required: string[], answer: Record<string, Schema>) => ({
+    post: {
+      tags: ["admin"], operationId, summary,
+      requestBody: jsonBody({ type: "object", properties: body, required }),
+      responses: { "200": envelope("result", answer), ...errorRefs(400, 401, 403, 404, 429), "502": { description: "BAD_GATEWAY: the AI provider failed" }, "503": { description: "SERVICE_UNAVAILABLE: no AI provider configured" } },
+    },
+  });
+  const target = { resource: { type: "string" }, field: { type: "string" }, uuid: { type: "string", description: "the record being edited (edit-{resource}); without it create-{resource} is needed" } };
+  paths["/api/v1/openai/translate"] = ai("admin_translate", "Translate an i18n field's value into the resource's other languages (guided by ai_prompts; counts against RESD_AI_RATE)",
+    { ...target, from: { type: "string" }, to: { type: "array", items: { type: "string" } }, text: { type: "string", maxLength: 20000 } }, ["resource", "field", "text"],
+    { from: { type: "string" }, translations: { type: "object", additionalProperties: { type: "string" } } });
+  paths["/api/v1/openai/complete"] = ai("admin_complete", "Write a field's value from a prompt (counts against RESD_AI_RATE)",
+    { ...target, prompt: { type: "string", maxLength: 20000 }, text: { type: "string", description: "the current value" } }, ["resource", "field", "prompt"],
+    { text: { type: "string" } });
 }
 
 function authPaths(): Record<string, PathItem> {
