@@ -75,6 +75,17 @@ function fakeProvider() {
 }
 
 const provider = fakeProvider();
+/** A tile server on 127.0.0.1 (RESD_MAP_TILES): every tile is one grey PNG; requests are counted. */
+const tileRequests: string[] = [];
+const tilePng = await sharp({ create: { width: 256, height: 256, channels: 3, background: "#ddd" } }).png().toBuffer();
+const tileServer: Server<undefined> = Bun.serve({
+  hostname: "127.0.0.1",
+  port: 0,
+  fetch(req) {
+    tileRequests.push(new URL(req.url).pathname);
+    return new Response(new Uint8Array(tilePng), { headers: { "content-type": "image/png" } });
+  },
+});
 let s: Awaited<ReturnType<typeof adminSite>>;
 let browser: Browser;
 let png1: Buffer;
@@ -83,7 +94,7 @@ beforeAll(async () => {
   s = await adminSite({
     defs: { articles, pages },
     files: { ".env": `AI_API_KEY=test-key\nAI_BASE_URL=${provider.base}\nAI_MODEL=fake\n` },
-    env: { AI_API_KEY: "", AI_BASE_URL: "", AI_MODEL: "", RESD_MAX_UPLOAD: "2000000" },
+    env: { AI_API_KEY: "", AI_BASE_URL: "", AI_MODEL: "", RESD_MAX_UPLOAD: "2000000", RESD_MAP_TILES: `http://127.0.0.1:${tileServer.port}/tiles/{z}/{x}/{y}.png` },
   });
   png1 = await sharp({ create: { width: 40, height: 30, channels: 3, background: "#c33" } }).png().toBuffer();
   png2 = await sharp({ create: { width: 30, height: 40, channels: 3, background: "#33c" } }).png().toBuffer();
@@ -93,6 +104,7 @@ afterAll(async () => {
   await browser?.close();
   await s?.cleanup();
   provider.server.stop(true);
+  tileServer.stop(true);
 });
 
 async function signedIn(path: string): Promise<Page> {
@@ -331,6 +343,24 @@ describe("admin forms in chromium", () => {
     expect(await field(page, "summary").locator("textarea").inputValue()).toBe("First paragraph.");
     expect(await field(page, "rating").locator(".field-error").textContent()).toContain("5"); // 42 is above max
     expect(await field(page, "slug").locator("[data-language=en] input").inputValue()).toBe("from-the-document");
+    await page.close();
+  });
+
+  test("location: with RESD_MAP_TILES a map from that tile server; a click sets latitude and longitude", async () => {
+    const page = await signedIn(`/admin/articles/${uuid}`);
+    const map = field(page, "lat").locator("[data-map]");
+    await map.waitFor();
+    await page.waitForFunction(`[...document.querySelectorAll("[data-map] img")].every((i) => i.complete)`);
+    expect(tileRequests.some((p) => /^\/tiles\/12\/\d+\/\d+\.png$/.test(p))).toBe(true); // zoom 12 around the saved point
+    const box = (await map.boundingBox())!;
+    await map.click({ position: { x: box.width / 2 + 100, y: box.height / 2 - 50 } });
+    const lat = Number(await field(page, "lat").getByLabel("Latitude").inputValue());
+    const lng = Number(await field(page, "lat").getByLabel("Longitude").inputValue());
+    expect(lat).toBeGreaterThan(52.52); // north-east of the old point
+    expect(lng).toBeGreaterThan(13.405);
+    expect(Math.abs(lat - 52.52)).toBeLessThan(0.05);
+    await map.getByRole("button", { name: "Zoom in" }).click();
+    await page.waitForFunction(`[...document.querySelectorAll("[data-map] img")].some((i) => i.src.includes("/tiles/13/"))`);
     await page.close();
   });
 

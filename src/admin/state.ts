@@ -23,11 +23,13 @@ export type ResourceView = {
   can: { view: boolean; create: boolean; edit: boolean; delete: boolean; import: boolean; export: boolean; restore: boolean; delete_all: boolean };
 };
 export type Me = { uuid: string; email: string; role: string; admin: boolean };
-type Meta = Envelope & { user: Me; permissions: string[]; resources: Record<string, ResourceView> };
+type Meta = Envelope & { user: Me; permissions: string[]; settings: Settings; resources: Record<string, ResourceView> };
+export type Settings = { map_tiles: string | null };
 
 export const me = signal<Me | null>(null);
 export const permissions = signal<Set<string>>(new Set());
 export const resources = signal<Record<string, ResourceView>>({});
+export const settings = signal<Settings>({ map_tiles: null });
 /** "loading" until the first answer; "out" when nobody is signed in. */
 export const status = signal<"loading" | "in" | "out">("loading");
 
@@ -37,6 +39,7 @@ export async function loadMeta(): Promise<void> {
     me.value = body.user;
     permissions.value = new Set(body.permissions);
     resources.value = body.resources;
+    settings.value = body.settings;
     status.value = "in";
   } catch {
     me.value = null;

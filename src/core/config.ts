@@ -57,6 +57,7 @@ export const SETTINGS = {
   jobPoll: { env: "RESD_JOB_POLL", default: 1000, parse: int(10), help: "milliseconds between queue polls of an idle worker" } as Spec<number>,
   jobConcurrency: { env: "RESD_JOB_CONCURRENCY", default: 2, parse: int(1, 64), help: "jobs one server runs at the same time" } as Spec<number>,
   publicUrl: { env: "RESD_PUBLIC_URL", default: "", parse: (raw: string) => (/^https?:\/\/[^\s/]+(\/[^\s]*)?$/.test(raw) ? raw.replace(/\/+$/, "") : undefined), help: "public base URL for absolute links such as sitemap <loc> (default: the first of RESD_CORS_ORIGINS, else relative paths)" } as Spec<string>,
+  mapTiles: { env: "RESD_MAP_TILES", default: "", parse: (raw: string) => (raw === "" || (/^(https?:\/\/[^\s]+|\/[^\s]*)$/.test(raw) && ["{z}", "{x}", "{y}"].every((t) => raw.includes(t))) ? raw : undefined), help: "map tile URL template with {z}, {x} and {y} (e.g. https://tile.example.org/{z}/{x}/{y}.png): location fields in the admin pages show a map; empty = coordinates only" } as Spec<string>,
   sitemapMaxUrls: { env: "RESD_SITEMAP_MAX_URLS", default: 50_000, parse: int(1, 50_000), help: "URLs per sitemap file; above it /sitemap.xml becomes a sitemap index" } as Spec<number>,
 } as const;
 

@@ -42,7 +42,8 @@ export const adminApiRoutes = (site: Site) =>
       const p = await signedIn(c);
       const resources = await describeResources(c.site, p);
       const user = { uuid: p.uuid, email: p.email, role: p.role, admin: p.permissions.has("(all)") };
-      return json(200, { count: Object.keys(resources).length, user, permissions: [...p.permissions].sort(), resources }, c.t0, NO_STORE);
+      const settings = { map_tiles: c.site.config.mapTiles || null };
+      return json(200, { count: Object.keys(resources).length, user, permissions: [...p.permissions].sort(), settings, resources }, c.t0, NO_STORE);
     }), { parse: "none" })
     .all("/api/v1/empty-resource", ({ request }) => handle(site, request, async (c) => {
       onlyGet(c);

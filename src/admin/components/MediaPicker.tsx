@@ -33,7 +33,7 @@ export function MediaPicker({ accept, sizes, onPick, onClose }: { accept?: strin
   return (
     <Dialog title="Media library" onClose={onClose}>
       <div class="picker-tools">
-        <input type="search" placeholder="Search files" aria-label="Search files" onInput={(e) => (search.value = (e.target as HTMLInputElement).value)} />
+        <input type="search" maxLength={200} placeholder="Search files" aria-label="Search files" onInput={(e) => (search.value = (e.target as HTMLInputElement).value)} />
         <label class="button">Upload<input type="file" class="sr-only" accept={accept} onChange={(e) => upload((e.target as HTMLInputElement).files)} /></label>
         {sizes && sizes.length > 0 && (
           <label>Size <select value={size.value} onChange={(e) => (size.value = (e.target as HTMLSelectElement).value)}>{sizes.map((s) => <option key={s} value={s}>{s}</option>)}</select></label>

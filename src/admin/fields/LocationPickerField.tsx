@@ -1,7 +1,9 @@
 /**
  * A `location-picker` field: latitude here, longitude in the field `longitude_field` names, edited
- * together. Coordinates only (no map tiles are configured, and the pages load nothing from elsewhere).
+ * together. A map only when RESD_MAP_TILES names a tile server; coordinates always.
  */
+import { settings } from "../state";
+import { TileMap } from "../components/TileMap";
 import type { FieldProps } from "./types";
 
 const num = (v: string) => (v.trim() === "" ? null : Number(v));
@@ -9,8 +11,11 @@ const num = (v: string) => (v.trim() === "" ? null : Number(v));
 export function LocationPickerField({ id, field, value, onChange, readOnly, model, setField }: FieldProps) {
   const lng = field.longitude_field;
   const show = (v: unknown) => (v === null || v === undefined ? "" : String(v));
+  const tiles = settings.value.map_tiles;
+  const at = (v: unknown) => (typeof v === "number" ? v : null);
   return (
     <div id={id} class="location" role="group" aria-label={field.label}>
+      {tiles && lng && <TileMap tiles={tiles} lat={at(value)} lng={at(model[lng])} readOnly={readOnly} onPick={(la, lo) => { onChange(la); setField(lng, lo); }} />}
       <label>Latitude <input type="number" step="any" min={-90} max={90} value={show(value)} readOnly={readOnly} required={field.required}
         onInput={(e) => onChange(num((e.target as HTMLInputElement).value))} /></label>
       {lng && <label>Longitude <input type="number" step="any" min={-180} max={180} value={show(model[lng])} readOnly={readOnly} required={field.required}
