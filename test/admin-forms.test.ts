@@ -18,7 +18,7 @@ const articles = {
   ai_prompts: { title: "Keep it short." },
   buttons: {
     note: { kind: "block", tag: "aside", label: "Note" },
-    mark: { kind: "wrap", tag: "span", class: "highlight", label: "Highlight", bubble: true },
+    mark: { kind: "wrap", tag: "span", class: "highlight", label: "Highlight", bubble: true, active: "span.highlight" },
     rule: { kind: "insert", html: "<hr>", insert: true, label: "Rule" },
     ping: { kind: "event", event: "resd-ping", label: "Ping" },
     strong2: { kind: "command", command: "bold", label: "Strong" },
@@ -283,6 +283,13 @@ describe("admin forms in chromium", () => {
     expect(await current()).toContain("<hr>");
     await page.locator('[data-html-field="body"] [data-button="ping"]').click();
     expect(events).toBe(1);
+    // `active`: the button shows as active while the cursor is inside a matching element.
+    await setDoc('<p>plain <span class="highlight">marked</span></p>');
+    const markButton = page.locator('[data-html-field="body"] .toolbar-row [data-button="mark"]');
+    await page.evaluate(`document.querySelector('[data-html-field="body"] .html-editor').editor.commands.setTextSelection(10)`);
+    expect(await markButton.getAttribute("aria-pressed")).toBe("true");
+    await page.evaluate(`document.querySelector('[data-html-field="body"] .html-editor').editor.commands.setTextSelection(3)`);
+    expect(await markButton.getAttribute("aria-pressed")).toBe("false");
     // The bubble toolbar on selected text carries the bubble buttons.
     await setDoc("<p>sample text</p>");
     await page.locator('[data-html-field="body"] .bubble [data-button="mark"]').click();
