@@ -24,7 +24,7 @@ if (!existsSync(defFile)) {
   }, null, 2));
 }
 const site = await openSite(loadConfig({ dir }));
-const have = await site.store.count("items", "", []);
+const have = await site.store.count("items", { where: "", args: [] });
 const t0 = performance.now();
 const BATCH = 10_000;
 for (let b = have; b < count; b += BATCH) {
@@ -36,5 +36,5 @@ for (let b = have; b < count; b += BATCH) {
     }
   });
 }
-console.log(`seeded ${count - have} records in ${((performance.now() - t0) / 1000).toFixed(1)} s (total ${await site.store.count("items", "", [])})`);
+console.log(`seeded ${count - have} records in ${((performance.now() - t0) / 1000).toFixed(1)} s (total ${await site.store.count("items", { where: "", args: [] })})`);
 await site.close();

@@ -53,7 +53,7 @@ export const HISTORY_WINDOW_MS = 90 * 24 * 3600 * 1000;
 export async function openSite(config: Config, opts: { ensureSecret?: boolean } = {}): Promise<Site> {
   const cfg = opts.ensureSecret === false ? config : ensureTokenSecret(config);
   const defs = loadDefinitions(cfg.dir);
-  const store: Store = new SqliteStore(join(cfg.dir, "data", "resd.db"), { cacheMaxBytes: cfg.cacheMaxBytes });
+  const store: Store = new SqliteStore(join(cfg.dir, "data", "resd.db"), { cacheMaxBytes: cfg.cacheMaxBytes, readWorkers: cfg.readWorkers, queryBudgetMs: cfg.queryTimeout });
   const schemaChanges = await store.syncSchema(defs.values());
   const site: Site = {
     config: cfg,

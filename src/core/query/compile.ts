@@ -4,11 +4,11 @@
  */
 import { badRequest } from "../errors";
 import { isSystemField, type FieldDef, type ResourceDef } from "../definitions/types";
+import { countedFields, countKey, isCompound, searchFields } from "../definitions/derived";
 import type { CompiledQuery, Dialect, SqlValue } from "../store/types";
 import type { FilterCond, ListQuery, SortEntry } from "./parse";
 
-/** Fields whose stored value is a JSON array or object: a filter matches any element. */
-export const isCompound = (f: FieldDef) => f.multi === true || f.i18n === true || f.type === "gallery";
+export { isCompound };
 
 function resolveField(def: ResourceDef, name: string, use: "sort" | "filter"): FieldDef | null {
   if (isSystemField(name)) return null;
@@ -66,19 +66,49 @@ function compileSort(d: Dialect, def: ResourceDef, s: SortEntry): string {
 
 const likeEscape = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
-function compileSearch(d: Dialect, def: ResourceDef, text: string, args: SqlValue[]): string {
-  const visible = Object.keys(def.fields).filter((n) => !def.hidden.has(n));
-  const targets = visible.includes("title") ? ["title"] : visible;
+/** The search as a condition on the row's own fields (a scan; also used for pages of a common term). */
+function compileSearchScan(d: Dialect, def: ResourceDef, text: string, args: SqlValue[]): string {
+  const targets = searchFields(def);
   if (targets.length === 0) return "0";
   for (const _ of targets) args.push(likeEscape(text));
   // Translations and lists are searched by their values, never by their JSON text (keys, quotes).
   return `(${targets.map((n) => (isCompound(def.fields[n]) ? d.jsonContains(n) : d.contains(d.field(n)))).join(" OR ")})`;
 }
 
+/** Terms the search index answers: no LIKE wildcard or escape, no separator of its text. */
+const indexable = (text: string) => !/[\\%_\u001f]/.test(text);
+
+/** Keys of the maintained counts whose sum is the total of a single equality filter, if there are. */
+function countedTotal(def: ResourceDef, q: ListQuery): CompiledQuery["counted"] {
+  if (q.search !== null || q.filter.length > 1) return undefined;
+  if (q.filter.length === 0) return { keys: [], negate: true };
+  const c = q.filter[0];
+  if (!countedFields(def).includes(c.field)) return undefined;
+  const f = def.fields[c.field];
+  const keys: string[] = [];
+  for (const raw of c.values) {
+    const v = raw === "" ? null : coerce(f, c.field, raw);
+    if (v === null) keys.push(countKey(c.field, null), countKey(c.field, ""));
+    else if (f.type === "boolean") keys.push(...(v === 0 ? [countKey(c.field, 0), countKey(c.field, null)] : [countKey(c.field, 1)]));
+    else keys.push(countKey(c.field, String(v)));
+  }
+  return { keys: [...new Set(keys)], negate: c.negate };
+}
+
 export function compileList(d: Dialect, def: ResourceDef, q: ListQuery): CompiledQuery {
   const args: SqlValue[] = [];
   const conds = q.filter.map((c) => compileCondition(d, def, c, args));
-  if (q.search !== null) conds.push(compileSearch(d, def, q.search, args));
+  let search: CompiledQuery["search"];
+  if (q.search !== null) {
+    if (indexable(q.search) && searchFields(def).length) {
+      const scanArgs = [...args];
+      const scan = [...conds, compileSearchScan(d, def, q.search, scanArgs)];
+      const pattern = `%${q.search}%`;
+      search = { resource: def.name, term: q.search, scan: { where: `WHERE ${scan.join(" AND ")}`, args: scanArgs } };
+      conds.push(d.searchIndex(def.name));
+      args.push(pattern);
+    } else conds.push(compileSearchScan(d, def, q.search, args));
+  }
   const sort = q.sort.length ? q.sort : defaultSort(def);
   const order = sort.map((s) => compileSort(d, def, s));
   // The row id breaks ties so that pages never overlap or skip; same direction keeps indexes usable.
@@ -90,6 +120,8 @@ export function compileList(d: Dialect, def: ResourceDef, q: ListQuery): Compile
     orderBy: `ORDER BY ${order.join(", ")}`,
     limit: q.limit,
     offset: q.offset,
+    search,
+    counted: countedTotal(def, q),
   };
 }
 

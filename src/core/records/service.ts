@@ -38,7 +38,7 @@ export async function queryList(site: Site, def: ResourceDef, params: ListParams
   const q = parseListParams(params, site.config.maxLimit);
   const compiled = compileList(site.store.dialect, def, q);
   const lastChange = await site.store.lastChange(def.name);
-  const total = q.wantsTotal ? await site.store.count(def.name, compiled.where, compiled.args) : null;
+  const total = q.wantsTotal ? await site.store.count(def.name, compiled) : null;
   const rows = q.limit !== null && q.limit <= STREAM_ABOVE ? await site.store.page(def.name, compiled) : site.store.stream(def.name, compiled);
   return { def, rows, total, lastChange };
 }

@@ -11,6 +11,7 @@ export const sqliteDialect: Dialect = {
   numeric: (expr) => `CAST(${expr} AS REAL)`,
   text: (expr) => `${expr} COLLATE NOCASE`,
   jsonHas: (field) => `EXISTS (SELECT 1 FROM json_each(data, ${jsonPath(field)}) WHERE json_each.value = ?)`,
+  searchIndex: (resource) => `id IN (SELECT rowid FROM ${quoteIdent(`s:${resource}`)} WHERE text LIKE ?)`,
   jsonContains: (field) => `EXISTS (SELECT 1 FROM json_each(data, ${jsonPath(field)}) WHERE json_each.value LIKE ? ESCAPE '\\')`,
 };
 

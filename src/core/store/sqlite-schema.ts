@@ -3,6 +3,7 @@ import type { Database } from "bun:sqlite";
 import type { ResourceDef } from "../definitions/types";
 import type { Dialect, SchemaChange } from "./types";
 import { quoteIdent } from "./dialect";
+import { countedFields, isCompound, searchFields } from "../definitions/derived";
 
 /** Internal tables, in order. Append only: index i is applied once, and recorded in user_version. */
 export const MIGRATIONS: string[] = [
@@ -24,6 +25,9 @@ export const MIGRATIONS: string[] = [
    CREATE INDEX _resd_sessions_expires ON _resd_sessions (expires);
    CREATE TABLE _resd_login_failures (account TEXT PRIMARY KEY, failures INTEGER NOT NULL, last_ms INTEGER NOT NULL,
      locked_until INTEGER NOT NULL);`,
+  // Structures derived from records (search index, maintained counts) and what each was built for.
+  `CREATE TABLE _resd_derived (resource TEXT NOT NULL, kind TEXT NOT NULL, spec TEXT NOT NULL, PRIMARY KEY (resource, kind));
+   CREATE TABLE _resd_counts (resource TEXT NOT NULL, key TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (resource, key)) WITHOUT ROWID;`,
 ];
 
 export function migrateInternal(db: Database): void {
@@ -93,6 +97,7 @@ export function syncResource(db: Database, def: ResourceDef, d: Dialect): Schema
     }
     changes.push({ resource: def.name, action: "index-added", detail: name });
   }
+  changes.push(...syncSearch(db, def, d), ...syncCounts(db, def, d));
   const hash = Bun.hash(JSON.stringify(def.raw)).toString(16);
   const row = db.query("SELECT version, hash FROM _resd_schema WHERE resource=?").get(def.name) as { version: number; hash: string } | null;
   if (!row || row.hash !== hash) {
@@ -101,4 +106,74 @@ export function syncResource(db: Database, def: ResourceDef, d: Dialect): Schema
     if (row) changes.push({ resource: def.name, action: "updated", detail: `schema version ${row.version + 1}` });
   }
   return changes;
+}
+
+const jsonPath = (field: string) => `'$.${quoteIdent(field).replace(/'/g, "''")}'`;
+
+/** The text `search` matches in one row (`row` is NEW or OLD in a trigger, or the table). */
+function searchText(def: ResourceDef, row: string): string {
+  const parts = searchFields(def).map((n) =>
+    isCompound(def.fields[n])
+      ? `(SELECT group_concat(value, char(31)) FROM json_each(${row}.data, ${jsonPath(n)}))`
+      : `json_extract(${row}.data, ${jsonPath(n)})`);
+  // The unit separator keeps a term from matching across two values.
+  return parts.length ? parts.map((p) => `coalesce(${p}, '')`).join(" || char(31) || ") : "''";
+}
+
+function derivedSpec(db: Database, resource: string, kind: string): string | null {
+  return (db.query("SELECT spec FROM _resd_derived WHERE resource = ? AND kind = ?").get(resource, kind) as { spec: string } | null)?.spec ?? null;
+}
+
+function setSpec(db: Database, resource: string, kind: string, spec: string): void {
+  db.query("INSERT INTO _resd_derived (resource, kind, spec) VALUES (?, ?, ?) ON CONFLICT(resource, kind) DO UPDATE SET spec = excluded.spec").run(resource, kind, spec);
+}
+
+export const searchTable = (resource: string) => quoteIdent(`s:${resource}`);
+const trigger = (resource: string, what: string) => quoteIdent(`t:${resource}:${what}`);
+
+/**
+ * The search index: an FTS5 trigram table holding each record's search text, kept by triggers in
+ * the record's own transaction (whichever process writes), rebuilt when the searched fields change.
+ */
+function syncSearch(db: Database, def: ResourceDef, d: Dialect): SchemaChange[] {
+  const table = d.table(def.name);
+  const fts = searchTable(def.name);
+  const spec = searchText(def, "NEW");
+  if (derivedSpec(db, def.name, "search") === spec) return [];
+  for (const t of ["search-insert", "search-update", "search-delete"]) db.exec(`DROP TRIGGER IF EXISTS ${trigger(def.name, t)}`);
+  db.exec(`DROP TABLE IF EXISTS ${fts}`);
+  db.exec(`CREATE VIRTUAL TABLE ${fts} USING fts5(text, tokenize='trigram case_sensitive 0', detail='none')`);
+  db.exec(`INSERT INTO ${fts} (rowid, text) SELECT id, ${searchText(def, table)} FROM ${table}`);
+  db.exec(`CREATE TRIGGER ${trigger(def.name, "search-insert")} AFTER INSERT ON ${table} BEGIN INSERT INTO ${fts} (rowid, text) VALUES (NEW.id, ${spec}); END`);
+  db.exec(`CREATE TRIGGER ${trigger(def.name, "search-update")} AFTER UPDATE OF data ON ${table} BEGIN UPDATE ${fts} SET text = ${spec} WHERE rowid = NEW.id; END`);
+  db.exec(`CREATE TRIGGER ${trigger(def.name, "search-delete")} AFTER DELETE ON ${table} BEGIN DELETE FROM ${fts} WHERE rowid = OLD.id; END`);
+  setSpec(db, def.name, "search", spec);
+  return [{ resource: def.name, action: "index-added", detail: `search index over ${searchFields(def).join(", ") || "no field"}` }];
+}
+
+/**
+ * Maintained counts: the number of records, and per value of each counted field, kept by triggers
+ * in the write transaction. An equality filter on such a field then has its exact total at once.
+ */
+function syncCounts(db: Database, def: ResourceDef, d: Dialect): SchemaChange[] {
+  const table = d.table(def.name);
+  const fields = countedFields(def);
+  const spec = JSON.stringify(fields);
+  if (derivedSpec(db, def.name, "counts") === spec) return [];
+  for (const t of ["count-insert", "count-update", "count-delete"]) db.exec(`DROP TRIGGER IF EXISTS ${trigger(def.name, t)}`);
+  db.query("DELETE FROM _resd_counts WHERE resource = ?").run(def.name);
+  const res = `'${def.name.replace(/'/g, "''")}'`;
+  const key = (row: string, f: string) => `'${f.replace(/'/g, "''")}' || char(0) || quote(json_extract(${row}.data, ${jsonPath(f)}))`;
+  const bump = (k: string, by: number) => `INSERT INTO _resd_counts (resource, key, n) VALUES (${res}, ${k}, ${by}) ON CONFLICT(resource, key) DO UPDATE SET n = n + (${by});`;
+  db.query(`INSERT INTO _resd_counts (resource, key, n) SELECT ?, '', count(*) FROM ${table}`).run(def.name);
+  for (const f of fields) {
+    db.exec(`INSERT INTO _resd_counts (resource, key, n) SELECT ${res}, k, count(*) FROM (SELECT ${key(table, f)} AS k FROM ${table}) GROUP BY k`);
+  }
+  db.exec(`CREATE TRIGGER ${trigger(def.name, "count-insert")} AFTER INSERT ON ${table} BEGIN ${bump("''", 1)} ${fields.map((f) => bump(key("NEW", f), 1)).join(" ")} END`);
+  db.exec(`CREATE TRIGGER ${trigger(def.name, "count-delete")} AFTER DELETE ON ${table} BEGIN ${bump("''", -1)} ${fields.map((f) => bump(key("OLD", f), -1)).join(" ")} END`);
+  if (fields.length) {
+    db.exec(`CREATE TRIGGER ${trigger(def.name, "count-update")} AFTER UPDATE OF data ON ${table} BEGIN ${fields.map((f) => `${bump(key("OLD", f), -1)} ${bump(key("NEW", f), 1)}`).join(" ")} END`);
+  }
+  setSpec(db, def.name, "counts", spec);
+  return [{ resource: def.name, action: "index-added", detail: `maintained counts${fields.length ? ` per ${fields.join(", ")}` : ""}` }];
 }

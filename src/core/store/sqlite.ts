@@ -13,16 +13,31 @@ import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import { AppError } from "../errors";
 import type { ResourceDef } from "../definitions/types";
-import { sqliteDialect } from "./dialect";
-import { migrateInternal, syncResource } from "./sqlite-schema";
+import { quoteIdent, sqliteDialect } from "./dialect";
+import { migrateInternal, searchTable, syncResource } from "./sqlite-schema";
 import { SqliteJobs, insertJob } from "./sqlite-jobs";
 import { BoundedMemo } from "./memo";
+import { ReadPool } from "./read-pool";
 import type { CompiledQuery, HistoryEntry, SchemaChange, SqlValue, Store, StoreTx, StoredRecord } from "./types";
 
 const COLS = "uuid, data, _created, _modified, _created_by, _modified_by";
 const BATCH = 512;
 /** Rows per cached page (larger pages are not kept). */
 const PAGE_CACHE_ROWS = 200;
+/** A search whose candidates exceed this is "common": its pages are read by scanning in order. */
+const COMMON_TERM = 2000;
+/** A rarest trigram held by more records than this makes a term common without asking the index. */
+const MAX_CANDIDATES = 50_000;
+/** How long a trigram's record count is trusted for choosing a search plan (it only steers). */
+const GRAM_TTL_MS = 60_000;
+
+/** The trigrams of a term as the index cuts text: three characters (code points) each. */
+function trigrams(term: string): string[] {
+  const chars = Array.from(term);
+  const out: string[] = [];
+  for (let i = 0; i + 3 <= chars.length; i++) out.push(chars.slice(i, i + 3).join(""));
+  return out;
+}
 /** Estimated bytes of a cached row beyond its JSON text (uuid, times, object). */
 const ROW_OVERHEAD = 240;
 
@@ -58,8 +73,16 @@ export class SqliteStore implements Store {
   private memoVersion = -1;
   private readonly versionStmt: Statement;
 
-  constructor(readonly path: string, opts: { cacheMaxBytes?: number } = {}) {
+  private pool: ReadPool | null = null;
+  private readonly readWorkers: number;
+  private readonly queryBudgetMs: number;
+  /** Misses being computed, shared by requests that ask the same meanwhile. */
+  private readonly inflight = new Map<string, { version: number; value: Promise<unknown> }>();
+
+  constructor(readonly path: string, opts: { cacheMaxBytes?: number; readWorkers?: number; queryBudgetMs?: number } = {}) {
     this.memo = new BoundedMemo(opts.cacheMaxBytes ?? 64 * 1024 * 1024);
+    this.readWorkers = path === ":memory:" ? 0 : (opts.readWorkers ?? 2);
+    this.queryBudgetMs = opts.queryBudgetMs ?? 10_000;
     if (path !== ":memory:") {
       // The database holds password hashes and sessions: the folder and the file are the owner's only.
       // SQLite gives the -wal and -shm files the database file's mode.
@@ -122,28 +145,97 @@ export class SqliteStore implements Store {
    * then one lookup. Rows are shared between answers, so callers never change them.
    */
   async page(resource: string, q: CompiledQuery): Promise<StoredRecord[]> {
-    const [sql, args] = this.selectSql(resource, q);
+    const [sql, args] = this.selectSql(resource, await this.planSearch(q));
     return this.remember(BoundedMemo.key("page", sql, JSON.stringify(args)),
-      () => this.reader.query(sql).all(...(args as never[])) as StoredRecord[],
+      () => this.readAll<StoredRecord>(sql, args),
       (rows) => (rows.length <= PAGE_CACHE_ROWS ? rows.reduce((n, r) => n + r.data.length * 2 + ROW_OVERHEAD, 0) : null));
   }
 
   /**
-   * A memo of one answer, computed on a miss; `size` estimates the bytes it holds, or null when it is
-   * not worth keeping. Every answer is dropped once anything commits.
+   * Search through the index without its slow path. The trigram index's own LIKE intersects the
+   * doclists of every trigram of the term, some of which hold most records ("num" of "number 42");
+   * instead the rarest trigrams (their record counts are read once from the index's vocabulary and
+   * kept) give a small set of candidates, and the row-level condition decides. A term whose rarest
+   * trigram is common, or a term shorter than a trigram, is answered by scanning the rows in order
+   * (a page of a common term fills at once; its total is counted off the event loop and kept until
+   * the next commit).
    */
-  private remember<T>(key: string, compute: () => T, size: (v: T) => number | null = () => 16): T {
+  private async planSearch(q: CompiledQuery): Promise<CompiledQuery> {
+    if (!q.search) return q;
+    const { resource, term, scan } = q.search;
+    const asScan = { ...q, where: scan.where, args: scan.args, search: undefined };
+    const grams = [...new Set(trigrams(term))];
+    if (!grams.length) return asScan;
+    const known = grams.filter((g) => /^[\x20-\x7e]{3}$/.test(g)).map((g) => ({ g, docs: this.gramDocs(resource, g.toLowerCase()) }));
+    known.sort((a, b) => a.docs - b.docs);
+    if (known.length && known[0].docs > MAX_CANDIDATES) return asScan;
+    const picked = (known.length ? known.map((k) => k.g) : grams).slice(0, 3);
+    const match = picked.map((g) => `"${g.replace(/"/g, '""')}"`).join(" AND ");
+    const ids = await this.remember(BoundedMemo.key("candidates", resource, match),
+      async () => (await this.readAll<{ id: number }>(`SELECT rowid AS id FROM ${searchTable(resource)} WHERE ${searchTable(resource)} MATCH ?`, [match])).map((r) => r.id),
+      (v) => v.length * 16);
+    // Most records match: a page is read in order faster than sorting every candidate.
+    if (ids.length > COMMON_TERM && q.limit !== null && q.offset < COMMON_TERM) return asScan;
+    const rest = scan.where.replace(/^WHERE /, "");
+    return { ...q, where: `WHERE id IN (SELECT value FROM json_each(?)) AND ${rest}`, args: [JSON.stringify(ids), ...scan.args], search: undefined };
+  }
+
+  /** Records whose search text holds a trigram, from the index's vocabulary; kept (an estimate). */
+  private readonly gramCache = new Map<string, { docs: number; at: number }>();
+  private gramDocs(resource: string, gram: string): number {
+    const key = `${resource}\0${gram}`;
+    const hit = this.gramCache.get(key);
+    if (hit && performance.now() - hit.at < GRAM_TTL_MS) return hit.docs;
+    const vocab = quoteIdent(`v:${resource}`);
+    this.reader.exec(`CREATE VIRTUAL TABLE IF NOT EXISTS temp.${vocab} USING fts5vocab(main, ${searchTable(resource)}, 'row')`);
+    const docs = (this.reader.query(`SELECT doc FROM temp.${vocab} WHERE term = ?`).get(gram) as { doc: number } | null)?.doc ?? 0;
+    if (this.gramCache.size > 10_000) this.gramCache.clear();
+    this.gramCache.set(key, { docs, at: performance.now() });
+    return docs;
+  }
+
+  /** The worker pool, started on first use (a CLI command that never lists starts none). */
+  private readPool(): ReadPool | null {
+    if (!this.readWorkers) return null;
+    return (this.pool ??= new ReadPool(this.path, this.readWorkers, this.queryBudgetMs));
+  }
+
+  private async readAll<T>(sql: string, args: SqlValue[]): Promise<T[]> {
+    const pool = this.readPool();
+    return pool ? pool.all<T>(sql, args) : (this.reader.query(sql).all(...(args as never[])) as T[]);
+  }
+
+  private async readGet<T>(sql: string, args: SqlValue[]): Promise<T | null> {
+    const pool = this.readPool();
+    return pool ? pool.get<T>(sql, args) : ((this.reader.query(sql).get(...(args as never[])) as T | null) ?? null);
+  }
+
+  /**
+   * A memo of one answer, computed on a miss (once, however many ask meanwhile); `size` estimates
+   * the bytes it holds, or null when it is not worth keeping. Every answer is dropped once anything
+   * commits, and an answer computed across a commit is not kept.
+   */
+  private async remember<T>(key: string, compute: () => Promise<T>, size: (v: T) => number | null = () => 16): Promise<T> {
     const version = this.version();
     if (version !== this.memoVersion) {
       this.memo.clear();
+      this.inflight.clear();
       this.memoVersion = version;
     }
     const hit = this.memo.get<T>(key);
     if (hit !== undefined) return hit;
+    const running = this.inflight.get(key);
+    if (running && running.version === version) return running.value as Promise<T>;
     const value = compute();
-    const bytes = size(value);
-    if (bytes !== null) this.memo.set(key, value, bytes);
-    return value;
+    this.inflight.set(key, { version, value });
+    try {
+      const v = await value;
+      const bytes = size(v);
+      if (bytes !== null && this.version() === version && this.memoVersion === version) this.memo.set(key, v, bytes);
+      return v;
+    } finally {
+      if (this.inflight.get(key)?.value === value) this.inflight.delete(key);
+    }
   }
 
   /** Estimated bytes the memo of answers holds now. */
@@ -153,6 +245,11 @@ export class SqliteStore implements Store {
 
   async *stream(resource: string, q: CompiledQuery): AsyncIterable<StoredRecord> {
     const [sql, args] = this.selectSql(resource, q);
+    const pool = this.readPool();
+    if (pool) {
+      yield* pool.stream<StoredRecord>(sql, args);
+      return;
+    }
     const db = new Database(this.path, { readonly: true, strict: true });
     configure(db, 5000, 4);
     try {
@@ -162,10 +259,31 @@ export class SqliteStore implements Store {
     }
   }
 
-  async count(resource: string, where: string, args: SqlValue[]): Promise<number> {
-    // An exact total over a large match costs milliseconds; it is cached until anything commits.
-    return this.remember(BoundedMemo.key("count", resource, where, JSON.stringify(args)),
-      () => (this.reader.query(`SELECT count(*) AS n FROM ${this.dialect.table(resource)} ${where}`).get(...(args as never[])) as { n: number }).n);
+  async count(resource: string, q: Pick<CompiledQuery, "where" | "args" | "counted" | "search">): Promise<number> {
+    // A total kept by the write transaction is one lookup, exact under any write load.
+    if (q.counted && this.countedReady(resource)) return this.maintainedCount(resource, q.counted);
+    if (q.search) q = await this.planSearch({ ...q, orderBy: "", limit: null, offset: 0 });
+    // Any other total over a large match costs milliseconds: counted off the event loop and cached
+    // until anything commits.
+    return this.remember(BoundedMemo.key("count", resource, q.where, JSON.stringify(q.args)),
+      async () => (await this.readGet<{ n: number }>(`SELECT count(*) AS n FROM ${this.dialect.table(resource)} ${q.where}`, q.args))!.n);
+  }
+
+  /** Resources whose maintained counts exist (the schema sync records them in _resd_derived). */
+  private readonly countsReady = new Set<string>();
+  private countedReady(resource: string): boolean {
+    if (this.countsReady.has(resource)) return true;
+    const ok = this.reader.query("SELECT 1 FROM _resd_derived WHERE resource = ? AND kind = 'counts'").get(resource) !== null;
+    if (ok) this.countsReady.add(resource);
+    return ok;
+  }
+
+  private maintainedCount(resource: string, c: { keys: string[]; negate: boolean }): number {
+    const keys = c.negate ? ["", ...c.keys] : c.keys;
+    const rows = this.reader.query(`SELECT key, n FROM _resd_counts WHERE resource = ? AND key IN (${keys.map(() => "?").join(", ")})`)
+      .all(resource, ...keys) as { key: string; n: number }[];
+    const sum = rows.filter((r) => r.key !== "").reduce((a, r) => a + r.n, 0);
+    return c.negate ? (rows.find((r) => r.key === "")?.n ?? 0) - sum : sum;
   }
 
   async findBy(resource: string, field: string, value: SqlValue, except?: string): Promise<StoredRecord | null> {
@@ -183,7 +301,7 @@ export class SqliteStore implements Store {
 
   async lastChange(resource: string): Promise<number> {
     return this.remember(BoundedMemo.key("change", resource),
-      () => (this.reader.query("SELECT changed_ms FROM _resd_changes WHERE resource = ?").get(resource) as { changed_ms: number } | null)?.changed_ms ?? 0);
+      async () => (this.reader.query("SELECT changed_ms FROM _resd_changes WHERE resource = ?").get(resource) as { changed_ms: number } | null)?.changed_ms ?? 0);
   }
 
   async history(resource: string, uuid: string): Promise<HistoryEntry[]> {
@@ -230,6 +348,7 @@ export class SqliteStore implements Store {
 
   async close(): Promise<void> {
     while (this.draining || this.queue.length) await Bun.sleep(5);
+    this.pool?.close();
     this.writer.exec("PRAGMA wal_checkpoint(TRUNCATE)");
     this.reader.close();
     this.writer.close();

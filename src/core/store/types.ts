@@ -23,6 +23,13 @@ export type CompiledQuery = {
   orderBy: string; // "" or "ORDER BY ..."
   limit: number | null;
   offset: number;
+  /**
+   * A search answered by the search index: its LIKE pattern there, and the same query as a scan
+   * of the rows (cheaper for a page of a term most records contain).
+   */
+  search?: { resource: string; term: string; scan: { where: string; args: SqlValue[] } };
+  /** The total is the sum of these maintained counts (subtracted from the record count when negated). */
+  counted?: { keys: string[]; negate: boolean };
 };
 
 export type HistoryAction = "create" | "update" | "delete" | "restore";
@@ -61,7 +68,7 @@ export interface Store {
   page(resource: string, q: CompiledQuery): Promise<StoredRecord[]>;
   /** Rows one by one on a connection of their own, so a long stream never pins other reads. */
   stream(resource: string, q: CompiledQuery): AsyncIterable<StoredRecord>;
-  count(resource: string, where: string, args: SqlValue[]): Promise<number>;
+  count(resource: string, q: Pick<CompiledQuery, "where" | "args" | "counted" | "search">): Promise<number>;
   /** Finds a record (other than `except`) whose field equals value: unique checks, import matching. */
   findBy(resource: string, field: string, value: SqlValue, except?: string): Promise<StoredRecord | null>;
   /** The same for one key of an object field (one language of a translated field). */
@@ -150,4 +157,6 @@ export interface Dialect {
   jsonHas(path: string): string;
   /** True when a value of the JSON array or object of the field contains the bound LIKE pattern. */
   jsonContains(field: string): string;
+  /** True when the record's search text (the search index) matches the bound LIKE pattern. */
+  searchIndex(resource: string): string;
 }

@@ -1,0 +1,195 @@
+/**
+ * Reads that can be slow (a filter no index serves, a count over many rows, a search fallback, the
+ * next batch of a streamed list) run in a small pool of worker threads, each with its own read-only
+ * connection (WAL readers run side by side), so the event loop keeps answering. A query past the
+ * time budget is ended by ending its worker (SQLite cannot be interrupted from here) and answers
+ * 503 with Retry-After; a fresh worker takes its place.
+ *
+ * The worker is created from source text (a Blob), so it works the same from source and from the
+ * compiled executable, with no extra entry point.
+ */
+import { AppError } from "../errors";
+import type { SqlValue } from "./types";
+
+const WORKER_SOURCE = `
+import { Database } from "bun:sqlite";
+let db = null;
+let path = "";
+// A stream reads on a connection of its own: an open statement pins its snapshot, and other
+// queries of this worker must see every commit.
+const streams = new Map();
+const open = (cacheKiB) => {
+  const c = new Database(path, { readonly: true, strict: true });
+  c.exec("PRAGMA busy_timeout=5000; PRAGMA cache_size=-" + cacheKiB + "; PRAGMA mmap_size=0; PRAGMA temp_store=MEMORY;");
+  return c;
+};
+self.onmessage = (event) => {
+  const m = event.data;
+  try {
+    switch (m.type) {
+      case "open":
+        path = m.path;
+        db = open(m.cacheKiB);
+        postMessage({ id: m.id, ok: true });
+        break;
+      case "all":
+        postMessage({ id: m.id, ok: true, value: db.query(m.sql).all(...m.args) });
+        break;
+      case "get":
+        postMessage({ id: m.id, ok: true, value: db.query(m.sql).get(...m.args) ?? null });
+        break;
+      case "stream": {
+        let s = streams.get(m.stream);
+        if (!s) { const c = open(4096); s = { c, it: c.prepare(m.sql).iterate(...m.args) }; streams.set(m.stream, s); }
+        const rows = [];
+        let done = false;
+        while (rows.length < m.max) {
+          const next = s.it.next();
+          if (next.done) { done = true; break; }
+          rows.push(next.value);
+        }
+        if (done) { streams.delete(m.stream); s.c.close(); }
+        postMessage({ id: m.id, ok: true, value: { rows, done } });
+        break;
+      }
+      case "close": {
+        const s = streams.get(m.stream);
+        if (s) { s.it.return?.(); s.c.close(); streams.delete(m.stream); }
+        postMessage({ id: m.id, ok: true });
+        break;
+      }
+    }
+  } catch (err) {
+    postMessage({ id: m.id, ok: false, error: String(err && err.message ? err.message : err) });
+  }
+};
+`;
+
+type Request = { type: "all" | "get"; sql: string; args: SqlValue[] } | { type: "stream"; stream: number; sql: string; args: SqlValue[]; max: number } | { type: "close"; stream: number };
+type Pending = { resolve: (v: unknown) => void; reject: (e: unknown) => void };
+type Slot = { worker: Worker; busy: boolean; ready: Promise<unknown>; pending: Map<number, Pending>; streams: Set<number> };
+type Job = { req: Request; resolve: (v: unknown) => void; reject: (e: unknown) => void; slot?: Slot };
+
+export class ReadPool {
+  private readonly slots: Slot[] = [];
+  private readonly queue: Job[] = [];
+  /** Streams stay on the worker that opened them (it holds their read transaction). */
+  private readonly streamSlot = new Map<number, Slot>();
+  private nextId = 1;
+  private nextStream = 1;
+  private readonly url: string;
+  private closed = false;
+
+  constructor(private readonly path: string, size: number, private readonly budgetMs: number, private readonly cacheKiB = 16 * 1024) {
+    this.url = URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "application/javascript" }));
+    for (let i = 0; i < size; i++) this.slots.push(this.spawn());
+  }
+
+  private spawn(): Slot {
+    const worker = new Worker(this.url);
+    const slot: Slot = { worker, busy: false, ready: Promise.resolve(), pending: new Map(), streams: new Set() };
+    worker.onmessage = (e: MessageEvent<{ id: number; ok: boolean; value?: unknown; error?: string }>) => {
+      const p = slot.pending.get(e.data.id);
+      if (!p) return;
+      slot.pending.delete(e.data.id);
+      if (e.data.ok) p.resolve(e.data.value);
+      else p.reject(new Error(e.data.error));
+    };
+    // The worker keeps no event loop of ours alive: the process may exit while it idles.
+    worker.unref();
+    slot.ready = this.send(slot, { type: "open", path: this.path, cacheKiB: this.cacheKiB });
+    return slot;
+  }
+
+  private send(slot: Slot, msg: Record<string, unknown>): Promise<unknown> {
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      slot.pending.set(id, { resolve, reject });
+      slot.worker.postMessage({ ...msg, id });
+    });
+  }
+
+  private pump(): void {
+    for (let i = 0; i < this.queue.length; i++) {
+      const job = this.queue[i];
+      const slot = job.slot ?? this.slots.find((s) => !s.busy);
+      if (!slot || slot.busy) continue;
+      this.queue.splice(i--, 1);
+      void this.run(slot, job);
+    }
+  }
+
+  private async run(slot: Slot, job: Job): Promise<void> {
+    slot.busy = true;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      await slot.ready;
+      const answer = this.send(slot, job.req);
+      const expired = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new AppError(503, "SERVICE_UNAVAILABLE", `the query ran past its time budget (RESD_QUERY_TIMEOUT ${this.budgetMs} ms); narrow the filter or use an indexed field`, { retryAfter: 5 })), this.budgetMs);
+      });
+      job.resolve(await Promise.race([answer, expired]));
+    } catch (e) {
+      if (e instanceof AppError && e.status === 503) this.replace(slot, e);
+      job.reject(e);
+    } finally {
+      clearTimeout(timer);
+      slot.busy = false;
+      this.pump();
+    }
+  }
+
+  /** Ends a worker stuck in a query; its open streams fail, the rest of the pool goes on. */
+  private replace(slot: Slot, why: AppError): void {
+    slot.worker.terminate();
+    for (const p of slot.pending.values()) p.reject(why);
+    for (const s of slot.streams) this.streamSlot.delete(s);
+    const i = this.slots.indexOf(slot);
+    if (i >= 0 && !this.closed) this.slots[i] = this.spawn();
+  }
+
+  private submit<T>(req: Request, slot?: Slot): Promise<T> {
+    if (this.closed) return Promise.reject(new AppError(503, "SERVICE_UNAVAILABLE", "the server is shutting down"));
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ req, resolve: resolve as (v: unknown) => void, reject, slot });
+      this.pump();
+    });
+  }
+
+  all<T>(sql: string, args: SqlValue[]): Promise<T[]> {
+    return this.submit<T[]>({ type: "all", sql, args });
+  }
+
+  get<T>(sql: string, args: SqlValue[]): Promise<T | null> {
+    return this.submit<T | null>({ type: "get", sql, args });
+  }
+
+  /** Rows of a query in batches, read in a worker; closing early ends its read transaction. */
+  async *stream<T>(sql: string, args: SqlValue[], batch = 500): AsyncGenerator<T> {
+    const stream = this.nextStream++;
+    const slot = this.slots.find((s) => !s.busy) ?? this.slots[stream % this.slots.length];
+    this.streamSlot.set(stream, slot);
+    slot.streams.add(stream);
+    let done = false;
+    try {
+      while (!done) {
+        const owner = this.streamSlot.get(stream);
+        if (!owner) throw new AppError(503, "SERVICE_UNAVAILABLE", "the list was ended by the query time budget");
+        const r = await this.submit<{ rows: T[]; done: boolean }>({ type: "stream", stream, sql, args, max: batch }, owner);
+        done = r.done;
+        yield* r.rows;
+      }
+    } finally {
+      const owner = this.streamSlot.get(stream);
+      this.streamSlot.delete(stream);
+      owner?.streams.delete(stream);
+      if (!done && owner) await this.submit({ type: "close", stream }, owner).catch(() => undefined);
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const s of this.slots) s.worker.terminate();
+    for (const j of this.queue.splice(0)) j.reject(new AppError(503, "SERVICE_UNAVAILABLE", "the server is shutting down"));
+  }
+}
