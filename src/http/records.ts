@@ -86,6 +86,9 @@ async function restore(c: Ctx, resource: string, uuid: string): Promise<Response
   return records(def, [row], { status: 200, message: "RESOURCE_UPDATED" }, c.t0);
 }
 
+/** GET/HEAD of one record, also reached without the router (see server.ts, the hot path). */
+export const readOneRoute = (site: Site, request: Request, resource: string, uuid: string) => handle(site, request, (c) => single(c, resource, uuid));
+
 export const recordRoutes = (site: Site) =>
   new Elysia({ name: "records" })
     .all("/api/v1/:resource", ({ request, params }) => handle(site, request, (c) => collection(c, params.resource)), { parse: "none" })
