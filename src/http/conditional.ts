@@ -16,4 +16,26 @@ export function notModified(request: Request, ms: number): boolean {
   return Number.isFinite(since) && Math.floor(ms / 1000) <= Math.floor(since / 1000);
 }
 
-export const notModifiedResponse = (lastModified: string) => new Response(null, { status: 304, headers: { "last-modified": lastModified } });
+/**
+ * The entity tag of an answer: weak, since each answer's envelope carries its own timing fields,
+ * but exact where Last-Modified is not — it changes with every write, not with every second.
+ */
+export const weakEtag = (...parts: (string | number)[]) => `W/"${Bun.hash(parts.join("\u0000")).toString(36)}"`;
+
+/** If-None-Match (weak comparison, `*` included) holds the tag. */
+export function etagMatches(request: Request, etag: string): boolean {
+  const inm = request.headers.get("if-none-match");
+  if (!inm) return false;
+  const bare = (t: string) => t.trim().replace(/^W\//, "");
+  return inm.split(",").some((t) => t.trim() === "*" || bare(t) === bare(etag));
+}
+
+/**
+ * 304 when the caller holds the current version: If-None-Match decides when sent (RFC 9110
+ * 13.2.2), else If-Modified-Since.
+ */
+export const isNotModified = (request: Request, etag: string, ms: number) =>
+  request.headers.has("if-none-match") ? etagMatches(request, etag) : notModified(request, ms);
+
+export const notModifiedResponse = (lastModified: string, etag?: string) =>
+  new Response(null, { status: 304, headers: etag ? { "last-modified": lastModified, etag } : { "last-modified": lastModified } });

@@ -14,6 +14,15 @@ type Operation = Record<string, unknown>;
 /** A path item: operations by method, plus shared `parameters`. */
 type PathItem = Record<string, unknown>;
 
+/**
+ * Names of built-in operations and tags carry "resd:", which no resource name can hold (letters,
+ * digits, _ and -), and resource operations are `{resource}.{verb}` (no resource name holds a dot):
+ * a resource called `files`, `token` or `auth` never collides with anything.
+ */
+const AUTH_TAG = "resd:auth";
+const FILES_TAG = "resd:files";
+const ADMIN_TAG = "resd:admin";
+
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const errorRefs = (...codes: number[]) => Object.fromEntries(codes.map((c) => [String(c), { $ref: `#/components/responses/E${c}` }]));
 /** Component names allow letters, digits, `.`, `-` and `_` only, which resource names respect. */
@@ -117,13 +126,13 @@ function resourcePaths(p: Principal, def: ResourceDef, paths: Record<string, Pat
   const coll: PathItem = {};
   const one: PathItem = { parameters: [uuidParam] };
   if (may("view")) {
-    coll.get = { tags, summary: `List ${r}`, operationId: `list_${r}`, parameters: LIST_PARAMS, responses: { "200": recordsResponse(r, rec, "records keyed by uuid"), ...errorRefs(400, 401, 403, 404) } };
-    one.get = { tags, summary: `Read one of ${r}`, operationId: `read_${r}`, responses: { "200": recordsResponse(r, rec, "one record keyed by uuid"), ...errorRefs(401, 403, 404) } };
+    coll.get = { tags, summary: `List ${r}`, operationId: `${r}.list`, parameters: LIST_PARAMS, responses: { "200": recordsResponse(r, rec, "records keyed by uuid"), ...errorRefs(400, 401, 403, 404) } };
+    one.get = { tags, summary: `Read one of ${r}`, operationId: `${r}.read`, responses: { "200": recordsResponse(r, rec, "one record keyed by uuid"), ...errorRefs(401, 403, 404) } };
   }
   if (may("create")) {
     const body = jsonBody(ref(schemaName(r, "input")));
-    coll.post = { tags, summary: `Create one of ${r}`, operationId: `create_${r}`, requestBody: body, responses: { "201": recordsResponse(r, rec, "RESOURCE_CREATED"), ...errorRefs(400, 401, 403, 409, 422) } };
-    one.post = { tags, summary: `Create one of ${r} with this uuid`, operationId: `create_${r}_uuid`, requestBody: body, responses: { "201": recordsResponse(r, rec, "RESOURCE_CREATED"), ...errorRefs(400, 401, 403, 409, 422) } };
+    coll.post = { tags, summary: `Create one of ${r}`, operationId: `${r}.create`, requestBody: body, responses: { "201": recordsResponse(r, rec, "RESOURCE_CREATED"), ...errorRefs(400, 401, 403, 409, 422) } };
+    one.post = { tags, summary: `Create one of ${r} with this uuid`, operationId: `${r}.create_with_uuid`, requestBody: body, responses: { "201": recordsResponse(r, rec, "RESOURCE_CREATED"), ...errorRefs(400, 401, 403, 409, 422) } };
   }
   const selfOnly = r === "users" && p.kind === "user" && !may("edit");
   if (may("edit") || selfOnly) {
@@ -133,50 +142,50 @@ function resourcePaths(p: Principal, def: ResourceDef, paths: Record<string, Pat
       summary: selfOnly ? "Change your own user record (only the fields below)" : `Change fields of one of ${r}`,
       responses: { "200": recordsResponse(r, rec, "RESOURCE_UPDATED"), ...errorRefs(400, 401, 403, 404, 422) },
     });
-    one.put = op(`update_${r}`);
-    one.patch = op(`patch_${r}`);
+    one.put = op(`${r}.update`);
+    one.patch = op(`${r}.patch`);
     if (!selfOnly) {
       coll.put = {
-        tags, summary: `Change several records of ${r}`, operationId: `bulk_update_${r}`,
+        tags, summary: `Change several records of ${r}`, operationId: `${r}.bulk_update`,
         requestBody: jsonBody({ type: "object", additionalProperties: schema }),
         responses: { "200": recordsResponse(r, rec, "RESOURCE_UPDATED"), ...errorRefs(400, 401, 403, 404, 422) },
       };
     }
   }
-  if (may("delete")) one.delete = { tags, summary: `Delete one of ${r}`, operationId: `delete_${r}`, responses: { "200": recordsResponse(r, rec, "RESOURCE_DELETED"), ...errorRefs(401, 403, 404) } };
-  if (may("delete_all")) coll.delete = { tags, summary: `Delete every record of ${r}`, operationId: `delete_all_${r}`, responses: { "200": { description: "RESOURCE_DELETED", content: { "application/json": { schema: ref("Envelope") } } }, ...errorRefs(401, 403) } };
+  if (may("delete")) one.delete = { tags, summary: `Delete one of ${r}`, operationId: `${r}.delete`, responses: { "200": recordsResponse(r, rec, "RESOURCE_DELETED"), ...errorRefs(401, 403, 404) } };
+  if (may("delete_all")) coll.delete = { tags, summary: `Delete every record of ${r}`, operationId: `${r}.delete_all`, responses: { "200": { description: "RESOURCE_DELETED", content: { "application/json": { schema: ref("Envelope") } } }, ...errorRefs(401, 403) } };
   if (Object.keys(coll).length) paths[`/api/v1/${r}`] = coll;
   if (Object.keys(one).length > 1) paths[`/api/v1/${r}/{uuid}`] = one;
   if (may("export")) {
     paths[`/api/v1/${r}/export`] = { get: {
-      tags, summary: `Export ${r}`, operationId: `export_${r}`,
+      tags, summary: `Export ${r}`, operationId: `${r}.export`,
       parameters: [{ name: "format", in: "query", schema: { type: "string", enum: ["json", "csv", "tsv"], default: "json" } }],
       responses: { "200": { description: "file download", content: { "application/json": {}, "text/csv": {}, "text/tab-separated-values": {} } }, ...errorRefs(400, 401, 403) },
     } };
   }
   if (may("view")) {
     paths[`/api/v1/${r}/{uuid}/history`] = { parameters: [uuidParam], get: {
-      tags, summary: `History of one of ${r}, oldest first`, operationId: `history_${r}`,
+      tags, summary: `History of one of ${r}, oldest first`, operationId: `${r}.history`,
       responses: { "200": { description: "entries {id, action, at, user, record}", content: { "application/json": { schema: { allOf: [ref("Envelope"), { type: "object", properties: { history: { type: "array", items: ref("HistoryEntry") } } }] } } } }, ...errorRefs(401, 403, 404) },
     } };
   }
   if (may("edit") && may("create")) {
     paths[`/api/v1/${r}/{uuid}/restore`] = { parameters: [uuidParam], post: {
-      tags, summary: `Restore a deleted record of ${r}, or roll one back to a history entry`, operationId: `restore_${r}`,
+      tags, summary: `Restore a deleted record of ${r}, or roll one back to a history entry`, operationId: `${r}.restore`,
       requestBody: { required: false, content: { "application/json": { schema: { type: "object", properties: { entry: { type: "integer", description: "history entry id; without it, the state before the deletion" } } } } } },
       responses: { "200": recordsResponse(r, rec, "RESOURCE_UPDATED"), ...errorRefs(400, 401, 403, 404, 409) },
     } };
   }
   if (may("create")) {
     paths[`/api/v1/${r}/import-document`] = { post: {
-      tags, summary: `Propose field values for a new record of ${r} from a .docx (creates nothing)`, operationId: `import_document_${r}`,
+      tags, summary: `Propose field values for a new record of ${r} from a .docx (creates nothing)`, operationId: `${r}.import_document`,
       requestBody: { required: true, content: { "multipart/form-data": { schema: { type: "object", properties: { file: { type: "string", format: "binary" } }, required: ["file"] } } } },
       responses: { "200": { description: "proposal, rejected, missing, document, model", content: { "application/json": { schema: ref("Envelope") } } }, ...errorRefs(400, 401, 403, 413) },
     } };
   }
   if (may("import")) {
     paths[`/api/v1/${r}/import`] = { post: {
-      tags, summary: `Import into ${r}`, operationId: `import_${r}`,
+      tags, summary: `Import into ${r}`, operationId: `${r}.import`,
       requestBody: { required: true, content: { "multipart/form-data": { schema: { type: "object", properties: { file: { type: "string", format: "binary" } }, required: ["file"] } } } },
       responses: { "200": { description: "import statistics", content: { "application/json": { schema: { allOf: [ref("Envelope"), { type: "object", properties: { stats: ref("ImportStats") } }] } } } }, ...errorRefs(400, 401, 403, 413, 422) },
     } };
@@ -185,34 +194,34 @@ function resourcePaths(p: Principal, def: ResourceDef, paths: Record<string, Pat
 
 function filePaths(p: Principal, paths: Record<string, PathItem>, publicMedia: boolean) {
   const may = (a: Action) => can(p, ".files", a);
-  const tags = ["files"];
+  const tags = [FILES_TAG];
   const resp = (d: string) => ({ description: d, content: { "application/json": { schema: { allOf: [ref("Envelope"), { type: "object", properties: { files: { type: "object", additionalProperties: ref("FileMeta") } } }] } } } });
   const coll: PathItem = {};
   const one: PathItem = { parameters: [uuidParam] };
   if (may("view")) {
-    coll.get = { tags, summary: "List files", operationId: "list_files", responses: { "200": resp("metadata keyed by uuid"), ...errorRefs(401, 403) } };
-    one.get = { tags, summary: "Metadata of one file", operationId: "read_file", responses: { "200": resp("metadata of one file"), ...errorRefs(401, 403, 404) } };
+    coll.get = { tags, summary: "List files", operationId: "resd:files.list", responses: { "200": resp("metadata keyed by uuid"), ...errorRefs(401, 403) } };
+    one.get = { tags, summary: "Metadata of one file", operationId: "resd:files.read", responses: { "200": resp("metadata of one file"), ...errorRefs(401, 403, 404) } };
   }
   if (may("create")) {
     coll.post = {
-      tags, summary: "Upload a file", operationId: "upload_file",
+      tags, summary: "Upload a file", operationId: "resd:files.upload",
       requestBody: { required: true, content: { "multipart/form-data": { schema: { type: "object", properties: { file: { type: "string", format: "binary" } }, required: ["file"] } } } },
       responses: { "201": resp("RESOURCE_CREATED"), ...errorRefs(400, 401, 403, 413) },
     };
   }
-  if (may("edit")) one.put = { tags, summary: "Change file metadata", operationId: "update_file", requestBody: jsonBody({ type: "object", properties: { title: { type: "string" } } }), responses: { "200": resp("RESOURCE_UPDATED"), ...errorRefs(400, 401, 403, 404) } };
-  if (may("delete")) one.delete = { tags, summary: "Delete a file, its metadata and resized copies", operationId: "delete_file", responses: { "200": resp("RESOURCE_DELETED"), ...errorRefs(401, 403, 404) } };
+  if (may("edit")) one.put = { tags, summary: "Change file metadata", operationId: "resd:files.update", requestBody: jsonBody({ type: "object", properties: { title: { type: "string" } } }), responses: { "200": resp("RESOURCE_UPDATED"), ...errorRefs(400, 401, 403, 404) } };
+  if (may("delete")) one.delete = { tags, summary: "Delete a file, its metadata and resized copies", operationId: "resd:files.delete", responses: { "200": resp("RESOURCE_DELETED"), ...errorRefs(401, 403, 404) } };
   if (Object.keys(coll).length) paths["/api/v1/.files"] = coll;
   if (Object.keys(one).length > 1) paths["/api/v1/.files/{uuid}"] = one;
   if (publicMedia || may("view")) {
     const security = publicMedia ? [] : undefined;
     paths["/img/{uuid}/{spec}"] = { get: {
-      tags, summary: "An image resized, as WebP (never enlarged)", operationId: "image", security,
+      tags, summary: "An image resized, as WebP (never enlarged)", operationId: "resd:files.image", security,
       parameters: [uuidParam, { name: "spec", in: "path", required: true, schema: { type: "string", pattern: "^[1-9][0-9]*(x[1-9][0-9]*[fc]|[wh])$" }, description: "`{W}x{H}f` fit, `{W}x{H}c` crop, `{W}w` width, `{H}h` height" }],
       responses: { "200": { description: "the image", content: { "image/webp": {} } }, "304": { description: "not modified" }, ...errorRefs(400, 404), "415": { description: "not an image, or too large to decode" } },
     } };
     paths["/download/{uuid}"] = { get: {
-      tags, summary: "The file as uploaded (ranges supported)", operationId: "download", security,
+      tags, summary: "The file as uploaded (ranges supported)", operationId: "resd:files.download", security,
       parameters: [uuidParam],
       responses: { "200": { description: "the file" }, "206": { description: "a byte range" }, "304": { description: "not modified" }, ...errorRefs(404) },
     } };
@@ -228,34 +237,34 @@ function adminPaths(p: Principal, paths: Record<string, PathItem>) {
     description, content: { "application/json": { schema: { allOf: [ref("Envelope"), { type: "object", properties: props }] } } },
   });
   const get = (operationId: string, summary: string, response: ReturnType<typeof envelope>, extra: Record<string, unknown> = {}, errors = [401]) =>
-    ({ get: { tags: ["admin"], operationId, summary, ...extra, responses: { "200": response, ...errorRefs(...errors) } } });
-  paths["/api/v1/.resources"] = get("admin_resources", "The definitions the caller may view, with labels, columns, filters, actions and the caller's rights resolved",
+    ({ get: { tags: [ADMIN_TAG], operationId, summary, ...extra, responses: { "200": response, ...errorRefs(...errors) } } });
+  paths["/api/v1/.resources"] = get("resd:admin.resources", "The definitions the caller may view, with labels, columns, filters, actions and the caller's rights resolved",
     envelope("resources by name", { user: { type: "object" }, permissions: { type: "array", items: { type: "string" } }, resources: { type: "object", additionalProperties: { type: "object" } } }));
-  paths["/api/v1/empty-resource"] = get("admin_empty_record", "The values a new record's form starts from (needs create-{resource})",
+  paths["/api/v1/empty-resource"] = get("resd:admin.empty_record", "The values a new record's form starts from (needs create-{resource})",
     envelope("starting values", { resource: { type: "string" }, record: { type: "object" } }),
     { parameters: [{ name: "resource", in: "query", required: true, schema: { type: "string" } }] }, [400, 401, 403, 404]);
-  paths["/api/v1/.system-messages"] = get("admin_system_messages", "What an administrator should act on (empty for callers without (all))",
+  paths["/api/v1/.system-messages"] = get("resd:admin.system_messages", "What an administrator should act on (empty for callers without (all))",
     envelope("messages", { messages: { type: "array", items: { type: "object", properties: { level: { type: "string" }, topic: { type: "string" }, text: { type: "string" }, at: { type: "integer" } } } } }));
-  paths["/api/v1/.deleted/{resource}"] = get("admin_deleted_records", "Records deleted within 90 days and not restored, newest first (needs view-{resource})",
+  paths["/api/v1/.deleted/{resource}"] = get("resd:admin.deleted_records", "Records deleted within 90 days and not restored, newest first (needs view-{resource})",
     envelope("deleted records", { deleted: { type: "array", items: ref("HistoryEntry") } }),
     { parameters: [{ name: "resource", in: "path", required: true, schema: { type: "string" } }] }, [401, 403, 404]);
-  if (can(p, ".files", "view")) paths["/api/v1/.files-usage"] = get("admin_files_usage", "Records (in resources the caller may view) whose image, file, upload, gallery or html fields name the file (needs view-.files)",
+  if (can(p, ".files", "view")) paths["/api/v1/.files-usage"] = get("resd:admin.files_usage", "Records (in resources the caller may view) whose image, file, upload, gallery or html fields name the file (needs view-.files)",
     envelope("usage", { uuid: { type: "string" }, usage: { type: "array", items: { type: "object", properties: { resource: { type: "string" }, uuid: { type: "string" }, fields: { type: "array", items: { type: "string" } } } } } }),
     { parameters: [{ name: "uuid", in: "query", required: true, schema: { type: "string" } }] }, [401, 403, 404]);
-  if (can(p, ".files", "view")) paths["/api/v1/.files-unused"] = get("admin_files_unused", "Files no record names (needs view-.files)",
+  if (can(p, ".files", "view")) paths["/api/v1/.files-unused"] = get("resd:admin.files_unused", "Files no record names (needs view-.files)",
     envelope("files by uuid", { files: { type: "object", additionalProperties: ref("FileMeta") } }), {}, [401, 403]);
   const ai = (operationId: string, summary: string, body: Record<string, Schema>, required: string[], answer: Record<string, Schema>) => ({
     post: {
-      tags: ["admin"], operationId, summary,
+      tags: [ADMIN_TAG], operationId, summary,
       requestBody: jsonBody({ type: "object", properties: body, required }),
       responses: { "200": envelope("result", answer), ...errorRefs(400, 401, 403, 404, 429), "502": { description: "BAD_GATEWAY: the AI provider failed" }, "503": { description: "SERVICE_UNAVAILABLE: no AI provider configured" } },
     },
   });
   const target = { resource: { type: "string" }, field: { type: "string" }, uuid: { type: "string", description: "the record being edited (edit-{resource}); without it create-{resource} is needed" } };
-  paths["/api/v1/openai/translate"] = ai("admin_translate", "Translate an i18n field's value into the resource's other languages (guided by ai_prompts; counts against RESD_AI_RATE)",
+  paths["/api/v1/openai/translate"] = ai("resd:admin.translate", "Translate an i18n field's value into the resource's other languages (guided by ai_prompts; counts against RESD_AI_RATE)",
     { ...target, from: { type: "string" }, to: { type: "array", items: { type: "string" } }, text: { type: "string", maxLength: 20000 } }, ["resource", "field", "text"],
     { from: { type: "string" }, translations: { type: "object", additionalProperties: { type: "string" } } });
-  paths["/api/v1/openai/complete"] = ai("admin_complete", "Write a field's value from a prompt (counts against RESD_AI_RATE)",
+  paths["/api/v1/openai/complete"] = ai("resd:admin.complete", "Write a field's value from a prompt (counts against RESD_AI_RATE)",
     { ...target, prompt: { type: "string", maxLength: 20000 }, text: { type: "string", description: "the current value" } }, ["resource", "field", "prompt"],
     { text: { type: "string" } });
 }
@@ -264,11 +273,11 @@ function authPaths(): Record<string, PathItem> {
   return {
     "/api/v1/auth/token": {
       post: {
-        tags: ["auth"], summary: "Request a bearer token", operationId: "create_token", security: [],
+        tags: [AUTH_TAG], summary: "Request a bearer token", operationId: "resd:auth.create_token", security: [],
         requestBody: jsonBody({ type: "object", properties: { email: { type: "string" }, password: { type: "string", format: "password" } }, required: ["email", "password"] }),
         responses: { "200": TOKEN_RESPONSE, ...errorRefs(400, 401, 403, 429) },
       },
-      get: { tags: ["auth"], summary: "Renew the bearer token", operationId: "renew_token", security: [{ bearerAuth: [] }], responses: { "200": TOKEN_RESPONSE, ...errorRefs(401) } },
+      get: { tags: [AUTH_TAG], summary: "Renew the bearer token", operationId: "resd:auth.renew_token", security: [{ bearerAuth: [] }], responses: { "200": TOKEN_RESPONSE, ...errorRefs(401) } },
     },
   };
 }
@@ -284,8 +293,8 @@ const ERROR_TEXT: Record<number, string> = {
   404: "RESOURCE_NOT_FOUND", 409: "RESOURCE_EXISTS", 413: "UPLOAD_TOO_LARGE", 422: "INVALID_DATA: a value fails validation", 429: "TOO_MANY_REQUESTS",
 };
 
-export function buildOpenApi(site: Site, p: Principal, serverUrl: string): Record<string, unknown> {
-  const paths: Record<string, PathItem> = authPaths();
+export function buildOpenApi(site: Site, p: Principal, serverUrl: string, opts: { tokens: boolean } = { tokens: true }): Record<string, unknown> {
+  const paths: Record<string, PathItem> = opts.tokens ? authPaths() : {};
   const schemas: Record<string, Schema> = {
     Envelope: { type: "object", properties: envelopeProps, required: ["code", "success", "status"] },
     Error: { type: "object", properties: { ...envelopeProps, needs: { type: "string" }, details: { type: "string" }, errors: { type: "object", additionalProperties: { type: "string" } } }, required: ["code", "success", "status", "message"] },
@@ -294,7 +303,7 @@ export function buildOpenApi(site: Site, p: Principal, serverUrl: string): Recor
     HistoryEntry: { type: "object", properties: { id: { type: "integer" }, action: { type: "string", enum: ["create", "update", "delete", "restore"] }, at: { type: "integer", description: "milliseconds since the epoch" }, user: { type: "string", nullable: true }, record: { type: "object" } } },
     FileMeta: { type: "object", properties: { uuid: { type: "string" }, name: { type: "string" }, title: { type: "string" }, type: { type: "string" }, size: { type: "integer" }, width: { type: "integer" }, height: { type: "integer" }, orientation: { type: "string" } } },
   };
-  const tags: { name: string; description?: string }[] = [{ name: "auth", description: "bearer tokens" }];
+  const tags: { name: string; description?: string }[] = opts.tokens ? [{ name: AUTH_TAG, description: "bearer tokens" }] : [];
   for (const def of [...site.defs.values()].sort((a, b) => a.name.localeCompare(b.name))) {
     if (def.internal || def.name.startsWith(".")) continue;
     const before = Object.keys(paths).length;
@@ -306,10 +315,10 @@ export function buildOpenApi(site: Site, p: Principal, serverUrl: string): Recor
   }
   const before = Object.keys(paths).length;
   filePaths(p, paths, site.config.publicMedia);
-  if (Object.keys(paths).length > before) tags.push({ name: "files", description: "media library" });
+  if (Object.keys(paths).length > before) tags.push({ name: FILES_TAG, description: "media library" });
   if (p.kind === "user") {
     adminPaths(p, paths);
-    tags.push({ name: "admin", description: "internal endpoints of the admin pages" });
+    tags.push({ name: ADMIN_TAG, description: "internal endpoints of the admin pages" });
   }
   const responses = Object.fromEntries(Object.entries(ERROR_TEXT).map(([c, d]) => [`E${c}`, { description: d, content: { "application/json": { schema: ref("Error") } } }]));
   const used = referenced(paths, { schemas, responses });

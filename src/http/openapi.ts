@@ -72,7 +72,10 @@ export const openApiRoutes = (site: Site) =>
         if (request.method !== "GET") throw methodNotAllowed("GET");
         const p = await c.principal();
         if (p.kind === "anonymous") throw unauthorized("the OpenAPI document lists what the caller may do; sign in or send a bearer token");
-        return new Response(JSON.stringify(buildOpenApi(site, p, "/")), {
+        // A user without API access, signed in by session, cannot obtain a token: no token operations.
+        const row = p.viaSession && p.uuid ? await site.store.get("users", p.uuid) : null;
+        const tokens = !row || (JSON.parse(row.data) as { api?: unknown }).api === true;
+        return new Response(JSON.stringify(buildOpenApi(site, p, "/", { tokens })), {
           headers: { "content-type": "application/json; charset=utf-8", "cache-control": "private, no-store" },
         });
       }), { parse: "none" })

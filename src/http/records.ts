@@ -5,7 +5,7 @@ import {
   bulkUpdate, createRecord, deleteAllRecords, deleteRecord, listRecords, readRecord, recordHistory, restoreRecord, updateRecord,
 } from "../core/records/service";
 import type { Site } from "../core/site";
-import { lastModifiedHeader, notModified, notModifiedResponse } from "./conditional";
+import { isNotModified, lastModifiedHeader, notModifiedResponse, weakEtag } from "./conditional";
 import { handle, type Ctx } from "./context";
 import { json, records, streamedRecords } from "./envelope";
 
@@ -20,8 +20,10 @@ async function collection(c: Ctx, resource: string): Promise<Response> {
         filter: q.get("filter") ?? undefined, search: q.get("search") ?? undefined,
       });
       const lm = lastModifiedHeader(r.lastChange);
-      if (notModified(c.request, r.lastChange)) return notModifiedResponse(lm);
-      const o = { status: 200, total: r.total, headers: { "last-modified": lm } };
+      // lastChange grows with every commit of the resource: with the query it names this answer.
+      const etag = weakEtag(resource, r.lastChange, c.url().search, p.uuid ?? p.kind);
+      if (isNotModified(c.request, etag, r.lastChange)) return notModifiedResponse(lm, etag);
+      const o = { status: 200, total: r.total, headers: { "last-modified": lm, etag } };
       return Array.isArray(r.rows) ? records(r.def, r.rows, o, c.t0) : streamedRecords(r.def, r.rows, o, c.t0);
     }
     case "POST": {
@@ -50,8 +52,9 @@ async function single(c: Ctx, resource: string, uuid: string): Promise<Response>
       const { def, row } = await readRecord(c.site, p, resource, uuid);
       const ms = row._modified * 1000;
       const lm = lastModifiedHeader(ms);
-      if (notModified(c.request, ms)) return notModifiedResponse(lm);
-      return records(def, [row], { status: 200, headers: { "last-modified": lm } }, c.t0);
+      const etag = weakEtag(row.data, row._modified, row._modified_by ?? "");
+      if (isNotModified(c.request, etag, ms)) return notModifiedResponse(lm, etag);
+      return records(def, [row], { status: 200, headers: { "last-modified": lm, etag } }, c.t0);
     }
     case "POST": {
       const { def, row } = await createRecord(c.site, p, resource, await c.json(), uuid);
