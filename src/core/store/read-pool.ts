@@ -165,7 +165,7 @@ export class ReadPool {
   }
 
   /** Rows of a query in batches, read in a worker; closing early ends its read transaction. */
-  async *stream<T>(sql: string, args: SqlValue[], batch = 500): AsyncGenerator<T> {
+  async *stream<T>(sql: string, args: SqlValue[], batch = 2000): AsyncGenerator<T> {
     const stream = this.nextStream++;
     const slot = this.slots.find((s) => !s.busy) ?? this.slots[stream % this.slots.length];
     this.streamSlot.set(stream, slot);

@@ -14,7 +14,7 @@ import { dirname } from "node:path";
 import { AppError } from "../errors";
 import type { ResourceDef } from "../definitions/types";
 import { quoteIdent, sqliteDialect } from "./dialect";
-import { migrateInternal, searchTable, syncResource } from "./sqlite-schema";
+import { flushSearchIndex, migrateInternal, searchTable, syncResource } from "./sqlite-schema";
 import { SqliteJobs, insertJob } from "./sqlite-jobs";
 import { BoundedMemo } from "./memo";
 import { ReadPool } from "./read-pool";
@@ -408,8 +408,11 @@ export class SqliteStore implements Store {
     }
     const done: Settled[] = [];
     const touched = new Set<string>();
+    this.written.clear();
     try {
       for (const job of batch) done.push(await this.runJob(job, touched));
+      flushSearchIndex(this.writer, this.dialect, this.written);
+      this.written.clear();
       const now = Date.now();
       const mark = this.writer.query("INSERT INTO _resd_changes (resource, changed_ms) VALUES (?, ?) ON CONFLICT(resource) DO UPDATE SET changed_ms = max(changed_ms + 1, excluded.changed_ms)");
       for (const r of touched) mark.run(r, now);
@@ -419,6 +422,7 @@ export class SqliteStore implements Store {
       // The commit or the savepoint machinery itself failed (I/O, disk full): nothing of the batch
       // stays, every request hears of it, and the writer is left outside any transaction.
       if (this.writer.inTransaction) this.writer.exec("ROLLBACK");
+      this.written.clear();
       const failure = new AppError(500, "INTERNAL_ERROR", `the write failed: ${(e as Error).message}`);
       done.forEach((d) => d.job.reject(d.ok ? failure : d.value));
       batch.slice(done.length).forEach((j) => j.reject(failure));
@@ -448,6 +452,16 @@ export class SqliteStore implements Store {
 
   private historyStmt: Statement | null = null;
   /** The writer's per-resource statements, prepared once (an import runs them a million times). */
+  /** Record ids written in the open transaction, per resource (null: all of them), for the search index. */
+  private readonly written = new Map<string, Set<number> | null>();
+  private noteWritten(resource: string, id: number | bigint | undefined): void {
+    if (id === undefined) return;
+    let ids = this.written.get(resource);
+    if (ids === null) return;
+    if (!ids) this.written.set(resource, (ids = new Set()));
+    ids.add(Number(id));
+  }
+
   private readonly writeStmts = new Map<string, Record<"get" | "insert" | "update" | "delete", Statement>>();
   private writeStmtsFor(resource: string) {
     let s = this.writeStmts.get(resource);
@@ -456,8 +470,8 @@ export class SqliteStore implements Store {
       s = {
         get: this.writer.prepare(`SELECT ${COLS} FROM ${t} WHERE uuid = ?`),
         insert: this.writer.prepare(`INSERT INTO ${t} (${COLS}) VALUES (?, ?, ?, ?, ?, ?)`),
-        update: this.writer.prepare(`UPDATE ${t} SET data = ?, _modified = ?, _modified_by = ? WHERE uuid = ?`),
-        delete: this.writer.prepare(`DELETE FROM ${t} WHERE uuid = ?`),
+        update: this.writer.prepare(`UPDATE ${t} SET data = ?, _modified = ?, _modified_by = ? WHERE uuid = ? RETURNING id`),
+        delete: this.writer.prepare(`DELETE FROM ${t} WHERE uuid = ? RETURNING id`),
       };
       this.writeStmts.set(resource, s);
     }
@@ -471,7 +485,8 @@ export class SqliteStore implements Store {
       get: async (resource, uuid) => this.writeStmtsFor(resource).get.get(uuid) as StoredRecord | null,
       insert: async (resource, rec) => {
         try {
-          this.writeStmtsFor(resource).insert.run(rec.uuid, rec.data, rec._created, rec._modified, rec._created_by, rec._modified_by);
+          const r = this.writeStmtsFor(resource).insert.run(rec.uuid, rec.data, rec._created, rec._modified, rec._created_by, rec._modified_by);
+          this.noteWritten(resource, r.lastInsertRowid);
         } catch (e) {
           mapWriteError(e, resource, rec.uuid);
         }
@@ -479,16 +494,19 @@ export class SqliteStore implements Store {
       },
       update: async (resource, rec) => {
         try {
-          this.writeStmtsFor(resource).update.run(rec.data, rec._modified, rec._modified_by, rec.uuid);
+          const r = this.writeStmtsFor(resource).update.get(rec.data, rec._modified, rec._modified_by, rec.uuid) as { id: number } | null;
+          this.noteWritten(resource, r?.id);
         } catch (e) {
           mapWriteError(e, resource, rec.uuid);
         }
         touched.add(resource);
       },
       delete: async (resource, uuid) => {
-        const n = this.writeStmtsFor(resource).delete.run(uuid).changes;
-        if (n) touched.add(resource);
-        return n > 0;
+        const r = this.writeStmtsFor(resource).delete.get(uuid) as { id: number } | null;
+        if (!r) return false;
+        this.noteWritten(resource, r.id);
+        touched.add(resource);
+        return true;
       },
       deleteAll: async (resource, history) => {
         if (history) {
@@ -496,6 +514,7 @@ export class SqliteStore implements Store {
             .run(resource, history.at, history.user);
         }
         const n = w.query(`DELETE FROM ${t(resource)}`).run().changes;
+        this.written.set(resource, null);
         touched.add(resource);
         return n;
       },
