@@ -191,10 +191,10 @@ describe("streamed lists", () => {
 
   test("release their database connection when clients stop reading and go away", async () => {
     const form = new FormData();
-    const rows = Array.from({ length: 3000 }, (_, i) => `${i} ${"y".repeat(4000)}`).join("\n");
+    const rows = Array.from({ length: 12000 }, (_, i) => `${i} ${"y".repeat(1000)}`).join("\n");
     form.append("file", new Blob([`body\n${rows}\n`]), "bulk.csv");
     const imp = await fetch(`${s.base}/api/v1/bulk/import`, { method: "POST", headers: { authorization: `Bearer ${s.token}` }, body: form });
-    expect(((await imp.json()) as { stats: { created: number } }).stats.created).toBe(3000);
+    expect(((await imp.json()) as { stats: { created: number } }).stats.created).toBe(12000);
     const url = new URL(s.base);
     // Unpaged lists stream; each client takes the head and 200 KB, then stops reading.
     const socks = await Promise.all(Array.from({ length: 3 }, () => new Promise<ReturnType<typeof connect>>((resolve) => {

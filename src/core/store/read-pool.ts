@@ -171,15 +171,25 @@ export class ReadPool {
     this.streamSlot.set(stream, slot);
     slot.streams.add(stream);
     let done = false;
+    // One batch is always on its way while the caller works through the last: the worker reads
+    // while the event loop writes.
+    const fetchBatch = () => {
+      const owner = this.streamSlot.get(stream);
+      if (!owner) return Promise.reject(new AppError(503, "SERVICE_UNAVAILABLE", "the list was ended by the query time budget"));
+      return this.submit<{ rows: T[]; done: boolean }>({ type: "stream", stream, sql, args, max: batch }, owner);
+    };
+    let next: Promise<{ rows: T[]; done: boolean }> | null = fetchBatch();
     try {
-      while (!done) {
-        const owner = this.streamSlot.get(stream);
-        if (!owner) throw new AppError(503, "SERVICE_UNAVAILABLE", "the list was ended by the query time budget");
-        const r = await this.submit<{ rows: T[]; done: boolean }>({ type: "stream", stream, sql, args, max: batch }, owner);
+      while (next) {
+        const r: { rows: T[]; done: boolean } = await next;
         done = r.done;
+        next = done ? null : fetchBatch();
+        // A batch not yet asked for must not fail unheard if the caller stops early.
+        next?.catch(() => undefined);
         yield* r.rows;
       }
     } finally {
+      if (next) await next.catch(() => undefined);
       const owner = this.streamSlot.get(stream);
       this.streamSlot.delete(stream);
       owner?.streams.delete(stream);
