@@ -32,6 +32,28 @@ describe("collision-proof names", () => {
   });
 });
 
+describe("schemas as strict as the server", () => {
+  test("records require their system fields; inputs refuse unknown fields; the uuid parameter has the server's pattern", async () => {
+    const doc = (await s.apiJson("GET", "/api/v1/openapi.json")).body as any;
+    const rec = doc.components.schemas["notes.record"];
+    expect(rec.required).toEqual(["uuid", "_created", "_modified", "_created_by", "_modified_by"]);
+    const input = doc.components.schemas["notes.input"];
+    expect(input.additionalProperties).toBe(false);
+    const param = doc.paths["/api/v1/notes/{uuid}"].parameters[0];
+    expect(new RegExp(param.schema.pattern).test("a-valid_uuid.1")).toBe(true);
+    expect(new RegExp(param.schema.pattern).test("-no")).toBe(false);
+    // What the schema refuses, the server refuses too; a record read back may be sent as it is.
+    expect((await s.apiJson("POST", "/api/v1/notes", { title: "x", unknown: 1 })).status).toBe(422);
+    const created = (await s.apiJson("POST", "/api/v1/notes", { title: "x" })).body!.notes;
+    const [uuid, record] = Object.entries(created as Record<string, Record<string, unknown>>)[0];
+    for (const k of Object.keys(record)) expect(Object.keys(input.properties)).toContain(k);
+    expect((await s.apiJson("PUT", `/api/v1/notes/${uuid}`, record)).status).toBe(200);
+    const filePut = doc.paths["/api/v1/.files/{uuid}"].put.requestBody.content["application/json"].schema;
+    expect(Object.keys(filePut.properties).sort()).toEqual(["name", "title"]);
+    expect(filePut.additionalProperties).toBe(false);
+  });
+});
+
 describe("only what the caller can reach", () => {
   test("a session caller without API access gets no token operations; one with API access does", async () => {
     const { addUser } = await import("./helpers/access");

@@ -86,7 +86,8 @@ const SYSTEM_PROPS: Record<string, Schema> = {
 function recordSchema(def: ResourceDef): Schema {
   const props: Record<string, Schema> = { ...SYSTEM_PROPS };
   for (const name of Object.keys(def.fields)) if (!def.hidden.has(name)) props[name] = fieldSchema(def, name);
-  return { type: "object", properties: props };
+  // Every answer carries the system fields (the two `_by` as null when no user wrote).
+  return { type: "object", properties: props, required: Object.keys(SYSTEM_PROPS) };
 }
 
 /**
@@ -95,12 +96,19 @@ function recordSchema(def: ResourceDef): Schema {
  */
 function inputSchema(def: ResourceDef, only?: string[]): Schema {
   const props: Record<string, Schema> = { uuid: { type: "string", description: "optional identifier on create" } };
+  // A record read back may be sent as it is: the server ignores its system fields.
+  for (const k of ["_created", "_modified", "_created_by", "_modified_by"]) props[k] = { ...SYSTEM_PROPS[k], description: "ignored (set by the server)" };
   for (const name of Object.keys(def.fields)) {
     if (only && !only.includes(name)) continue;
-    props[name] = def.hidden.has(name) ? { ...fieldSchema(def, name), writeOnly: true } : fieldSchema(def, name);
+    const f = def.fields[name];
+    let schema = fieldSchema(def, name);
+    // A required translated field needs at least one language.
+    if (f.required && f.i18n) schema = { ...schema, minProperties: 1 };
+    props[name] = def.hidden.has(name) ? { ...schema, writeOnly: true } : schema;
   }
   const required = only ? [] : Object.entries(def.fields).filter(([, f]) => f.required).map(([n]) => n);
-  return { type: "object", properties: props, ...(required.length ? { required } : {}) };
+  // The server answers 422 for a field the definition does not have: clients are as strict.
+  return { type: "object", properties: props, additionalProperties: false, ...(required.length ? { required } : {}) };
 }
 
 const recordsResponse = (key: string, schema: string, description: string) => ({
@@ -109,7 +117,8 @@ const recordsResponse = (key: string, schema: string, description: string) => ({
 });
 
 const jsonBody = (schema: Schema) => ({ required: true, content: { "application/json": { schema } } });
-const uuidParam = { name: "uuid", in: "path", required: true, schema: { type: "string" } };
+/** The server's rule for a record's uuid (src/core/records/prepare.ts). */
+const uuidParam = { name: "uuid", in: "path", required: true, schema: { type: "string", pattern: "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$" } };
 const LIST_PARAMS = [
   { name: "limit", in: "query", schema: { type: "integer", minimum: 0 }, description: "maximum number of records" },
   { name: "offset", in: "query", schema: { type: "integer", minimum: 0 }, description: "starting offset" },
@@ -209,7 +218,7 @@ function filePaths(p: Principal, paths: Record<string, PathItem>, publicMedia: b
       responses: { "201": resp("RESOURCE_CREATED"), ...errorRefs(400, 401, 403, 413) },
     };
   }
-  if (may("edit")) one.put = { tags, summary: "Change file metadata", operationId: "resd:files.update", requestBody: jsonBody({ type: "object", properties: { title: { type: "string" } } }), responses: { "200": resp("RESOURCE_UPDATED"), ...errorRefs(400, 401, 403, 404) } };
+  if (may("edit")) one.put = { tags, summary: "Change file metadata", operationId: "resd:files.update", requestBody: jsonBody({ type: "object", properties: { title: { type: "string" }, name: { type: "string" } }, additionalProperties: false }), responses: { "200": resp("RESOURCE_UPDATED"), ...errorRefs(400, 401, 403, 404, 422) } };
   if (may("delete")) one.delete = { tags, summary: "Delete a file, its metadata and resized copies", operationId: "resd:files.delete", responses: { "200": resp("RESOURCE_DELETED"), ...errorRefs(401, 403, 404) } };
   if (Object.keys(coll).length) paths["/api/v1/.files"] = coll;
   if (Object.keys(one).length > 1) paths["/api/v1/.files/{uuid}"] = one;
