@@ -32,6 +32,63 @@ describe("collision-proof names", () => {
   });
 });
 
+describe("every status the server sends is described", () => {
+  test("replayed answers of many operations: each status is in the document for that operation", async () => {
+    const doc = (await s.apiJson("GET", "/api/v1/openapi.json")).body as any;
+    // Static segments first: /api/v1/notes/import is that operation, not a record called "import".
+    const templates = Object.keys(doc.paths).sort((a, b) => a.split("{").length - b.split("{").length).map((t) => ({ t, re: new RegExp(`^${t.replace(/[.]/g, "\\.").replace(/\{[^}]+\}/g, "[^/]+")}$`) }));
+    const seen: { method: string; path: string; status: number }[] = [];
+    const call = async (method: string, path: string, init: RequestInit = {}) => {
+      const r = await fetch(s.base + path, { method, ...init, headers: { authorization: `Bearer ${s.token}`, ...(init.headers as Record<string, string>) } });
+      seen.push({ method: method.toLowerCase(), path: path.split("?")[0], status: r.status });
+      return r;
+    };
+    const json = (body: unknown) => ({ body: typeof body === "string" ? body : JSON.stringify(body), headers: { "content-type": "application/json" } });
+    const created = await call("POST", "/api/v1/notes", json({ title: "replayed" }));
+    const uuid = Object.keys(((await created.json()) as any).notes)[0];
+    await call("POST", "/api/v1/notes", json({ title: "x", nope: 1 }));
+    await call("POST", "/api/v1/notes", json("{ not json"));
+    await call("POST", `/api/v1/notes/${uuid}`, json({ title: "dup" }));
+    const list = await call("GET", "/api/v1/notes?limit=2");
+    await call("GET", "/api/v1/notes?limit=2", { headers: { "if-none-match": list.headers.get("etag")! } });
+    await call("GET", "/api/v1/notes?sort=nope");
+    const one = await call("GET", `/api/v1/notes/${uuid}`);
+    await call("GET", `/api/v1/notes/${uuid}`, { headers: { "if-none-match": one.headers.get("etag")! } });
+    await call("GET", "/api/v1/notes/missing-one");
+    await call("PUT", `/api/v1/notes/${uuid}`, json({ title: "changed" }));
+    await call("PUT", `/api/v1/notes/${uuid}`, json({ title: 5 }));
+    await call("PUT", "/api/v1/notes/missing-one", json({ title: "x" }));
+    await call("GET", `/api/v1/notes/${uuid}/history`);
+    await call("POST", `/api/v1/notes/${uuid}/restore`, json({}));
+    await call("DELETE", `/api/v1/notes/${uuid}`);
+    await call("DELETE", `/api/v1/notes/${uuid}`);
+    await call("GET", "/api/v1/notes/export?format=csv");
+    await call("GET", "/api/v1/notes/export?format=xml");
+    const form = new FormData();
+    form.append("file", new Blob(["title\nimported\n"]), "n.csv");
+    await call("POST", "/api/v1/notes/import", { body: form });
+    const up = new FormData();
+    up.append("file", new Blob(["some bytes"], { type: "text/plain" }), "f.txt");
+    const file = Object.keys(((await (await call("POST", "/api/v1/.files", { body: up })).json()) as any).files)[0];
+    await call("PUT", `/api/v1/.files/${file}`, json({ size: 3 }));
+    await call("GET", `/download/${file}`, { headers: { range: "bytes=2-4" } });
+    await call("GET", `/download/${file}`, { headers: { range: "bytes=500-600" } });
+    await call("GET", `/img/${file}/100w`);
+    await call("GET", "/img/nope/100w");
+    await call("POST", "/api/v1/auth/token", json({ email: "admin@example.com", password: "wrong" }));
+    await call("GET", "/api/v1/.resources");
+    await call("GET", "/api/v1/empty-resource");
+    const missing: string[] = [];
+    for (const r of seen) {
+      const tpl = templates.find((x) => x.re.test(r.path) && doc.paths[x.t][r.method]);
+      if (!tpl) { missing.push(`${r.method} ${r.path}: no operation`); continue; }
+      if (!(String(r.status) in doc.paths[tpl.t][r.method].responses)) missing.push(`${r.method} ${tpl.t}: ${r.status}`);
+    }
+    expect(seen.length).toBeGreaterThan(25);
+    expect(missing).toEqual([]);
+  });
+});
+
 describe("schemas as strict as the server", () => {
   test("records require their system fields; inputs refuse unknown fields; the uuid parameter has the server's pattern", async () => {
     const doc = (await s.apiJson("GET", "/api/v1/openapi.json")).body as any;

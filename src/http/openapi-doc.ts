@@ -135,8 +135,9 @@ function resourcePaths(p: Principal, def: ResourceDef, paths: Record<string, Pat
   const coll: PathItem = {};
   const one: PathItem = { parameters: [uuidParam] };
   if (may("view")) {
-    coll.get = { tags, summary: `List ${r}`, operationId: `${r}.list`, parameters: LIST_PARAMS, responses: { "200": recordsResponse(r, rec, "records keyed by uuid"), ...errorRefs(400, 401, 403, 404) } };
-    one.get = { tags, summary: `Read one of ${r}`, operationId: `${r}.read`, responses: { "200": recordsResponse(r, rec, "one record keyed by uuid"), ...errorRefs(401, 403, 404) } };
+    const notModified = { "304": { $ref: "#/components/responses/NotModified" } };
+    coll.get = { tags, summary: `List ${r}`, operationId: `${r}.list`, parameters: LIST_PARAMS, responses: { "200": recordsResponse(r, rec, "records keyed by uuid"), ...notModified, ...errorRefs(400, 401, 403, 404, 503) } };
+    one.get = { tags, summary: `Read one of ${r}`, operationId: `${r}.read`, responses: { "200": recordsResponse(r, rec, "one record keyed by uuid"), ...notModified, ...errorRefs(401, 403, 404) } };
   }
   if (may("create")) {
     const body = jsonBody(ref(schemaName(r, "input")));
@@ -299,14 +300,53 @@ const envelopeProps = {
 
 const ERROR_TEXT: Record<number, string> = {
   400: "INVALID_DATA: malformed request", 401: "UNAUTHORIZED or INVALID_CREDENTIALS", 403: "ACCESS_DENIED (`needs` lists granting permissions)",
-  404: "RESOURCE_NOT_FOUND", 409: "RESOURCE_EXISTS", 413: "UPLOAD_TOO_LARGE", 422: "INVALID_DATA: a value fails validation", 429: "TOO_MANY_REQUESTS",
+  404: "RESOURCE_NOT_FOUND", 409: "RESOURCE_EXISTS", 413: "UPLOAD_TOO_LARGE", 416: "RANGE_NOT_SATISFIABLE", 422: "INVALID_DATA: a value fails validation", 429: "TOO_MANY_REQUESTS",
+  503: "SERVICE_UNAVAILABLE (`Retry-After`): the database is held by another writer, a query ran past its time budget, or a queue is full",
 };
+
+const HEADER = (description: string) => ({ description, schema: { type: "string" } });
+const NOT_MODIFIED = {
+  description: "not modified: the caller holds the current version (If-None-Match or If-Modified-Since); no body",
+  headers: { "Last-Modified": HEADER("the time of the last change, to the second"), ETag: HEADER("weak entity tag; changes with every write") },
+};
+
+/**
+ * Statuses every operation of a kind can answer, added to what each operation lists itself: any
+ * request with a malformed target or query gets 400, any JSON or upload body may be too large (413),
+ * writes and list queries may meet a busy database or the query budget (503), record reads answer
+ * 304. So a generated client knows every status the server sends.
+ */
+function describeStatuses(paths: Record<string, PathItem>) {
+  for (const [path, item] of Object.entries(paths)) {
+    for (const [method, raw] of Object.entries(item)) {
+      if (method === "parameters" || !raw || typeof raw !== "object") continue;
+      const op = raw as { responses: Record<string, unknown>; requestBody?: unknown; security?: unknown[] };
+      const add = (code: number) => (op.responses[String(code)] ??= { $ref: `#/components/responses/E${code}` });
+      add(400);
+      if (!(Array.isArray(op.security) && op.security.length === 0) || path === "/api/v1/auth/token") add(401);
+      if (op.requestBody) add(413);
+      const api = path.startsWith("/api/v1/");
+      if (api && method !== "get") add(503);
+      if (path.startsWith("/download/")) add(416);
+      if (path.startsWith("/img/")) add(503);
+    }
+  }
+}
 
 export function buildOpenApi(site: Site, p: Principal, serverUrl: string, opts: { tokens: boolean } = { tokens: true }): Record<string, unknown> {
   const paths: Record<string, PathItem> = opts.tokens ? authPaths() : {};
   const schemas: Record<string, Schema> = {
     Envelope: { type: "object", properties: envelopeProps, required: ["code", "success", "status"] },
-    Error: { type: "object", properties: { ...envelopeProps, needs: { type: "string" }, details: { type: "string" }, errors: { type: "object", additionalProperties: { type: "string" } } }, required: ["code", "success", "status", "message"] },
+    Error: {
+      type: "object",
+      properties: {
+        ...envelopeProps, request_id: { type: "string" }, details: { type: "string" },
+        needs: { type: "string", description: "comma-separated permissions, any of which grants the operation (403)" },
+        errors: { type: "object", additionalProperties: { type: "string" }, description: "field (or path such as sections[1].n) → what is wrong (422)" },
+        allow: { type: "string", description: "the methods the path supports (405)" },
+      },
+      required: ["code", "success", "status", "message", "request_id"],
+    },
     Token: { type: "object", properties: { token: { type: "string" }, token_created: { type: "integer" }, token_expires: { type: "integer" } }, required: ["token", "token_created", "token_expires"] },
     ImportStats: { type: "object", properties: Object.fromEntries(["imported", "errors", "created", "updated", "total"].map((k) => [k, { type: "integer" }])) },
     HistoryEntry: { type: "object", properties: { id: { type: "integer" }, action: { type: "string", enum: ["create", "update", "delete", "restore"] }, at: { type: "integer", description: "milliseconds since the epoch" }, user: { type: "string", nullable: true }, record: { type: "object" } } },
@@ -329,7 +369,9 @@ export function buildOpenApi(site: Site, p: Principal, serverUrl: string, opts: 
     adminPaths(p, paths);
     tags.push({ name: ADMIN_TAG, description: "internal endpoints of the admin pages" });
   }
-  const responses = Object.fromEntries(Object.entries(ERROR_TEXT).map(([c, d]) => [`E${c}`, { description: d, content: { "application/json": { schema: ref("Error") } } }]));
+  describeStatuses(paths);
+  const responses: Record<string, unknown> = Object.fromEntries(Object.entries(ERROR_TEXT).map(([c, d]) => [`E${c}`, { description: d, content: { "application/json": { schema: ref("Error") } } }]));
+  responses.NotModified = NOT_MODIFIED;
   const used = referenced(paths, { schemas, responses });
   return {
     openapi: "3.0.3",
