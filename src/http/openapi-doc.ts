@@ -360,7 +360,7 @@ export function buildOpenApi(site: Site, p: Principal, serverUrl: string, opts: 
     if (Object.keys(paths).length === before) continue;
     schemas[schemaName(def.name, "record")] = recordSchema(def);
     schemas[schemaName(def.name, "input")] = inputSchema(def);
-    tags.push({ name: def.name, description: def.raw.name?.plural });
+    tags.push({ name: def.name, description: def.raw.name?.plural ?? `records of ${def.name}` });
   }
   const before = Object.keys(paths).length;
   filePaths(p, paths, site.config.publicMedia);
@@ -378,6 +378,8 @@ export function buildOpenApi(site: Site, p: Principal, serverUrl: string, opts: 
     info: {
       title: "resd API",
       version: "1",
+      // The records served belong to the site: its operator's terms apply.
+      license: { name: "the terms of the site's operator" },
       description: `Generic resource REST interface (resd ${version}). This document lists only what the caller ${p.email ?? ""} may use${hasPermission(p, "(all)") ? " (everything)" : ""}.`,
     },
     servers: [{ url: serverUrl }],
