@@ -198,6 +198,11 @@ describe("admin pages in chromium", () => {
     await result.waitFor();
     expect(await result.locator("p").first().textContent()).toBe("1 created, 0 updated, 2 rows with errors.");
     expect(await result.locator("table.errors tbody tr").count()).toBe(2);
+    // Each failing row says why, at its field.
+    const first = await result.locator("table.errors tbody tr").first().locator("td").allTextContents();
+    expect(first[0]).toBe("2");
+    expect(first[1]).toBe("title");
+    expect(first[2].length).toBeGreaterThan(3);
     expect((await s.apiJson("GET", "/api/v1/notes?filter=title:Imported A")).body!.count).toBe(1);
     await page.close();
   });

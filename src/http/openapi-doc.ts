@@ -170,7 +170,10 @@ function resourcePaths(p: Principal, def: ResourceDef, paths: Record<string, Pat
     paths[`/api/v1/${r}/export`] = { get: {
       tags, summary: `Export ${r}`, operationId: `${r}.export`,
       parameters: [{ name: "format", in: "query", schema: { type: "string", enum: ["json", "csv", "tsv"], default: "json" } }],
-      responses: { "200": { description: "file download", content: { "application/json": {}, "text/csv": {}, "text/tab-separated-values": {} } }, ...errorRefs(400, 401, 403) },
+      responses: { "200": { description: "file download", content: {
+        "application/json": { schema: { type: "object", description: "records keyed by uuid, and the definition under _meta", properties: { _meta: { type: "object" } }, additionalProperties: ref(rec) } },
+        "text/csv": { schema: { type: "string" } }, "text/tab-separated-values": { schema: { type: "string" } },
+      } }, ...errorRefs(400, 401, 403) },
     } };
   }
   if (may("view")) {
@@ -197,7 +200,11 @@ function resourcePaths(p: Principal, def: ResourceDef, paths: Record<string, Pat
     paths[`/api/v1/${r}/import`] = { post: {
       tags, summary: `Import into ${r}`, operationId: `${r}.import`,
       requestBody: { required: true, content: { "multipart/form-data": { schema: { type: "object", properties: { file: { type: "string", format: "binary" } }, required: ["file"] } } } },
-      responses: { "200": { description: "import statistics", content: { "application/json": { schema: { allOf: [ref("Envelope"), { type: "object", properties: { stats: ref("ImportStats") } }] } } } }, ...errorRefs(400, 401, 403, 413, 422) },
+      responses: { "200": { description: "import statistics and the rows that failed", content: { "application/json": { schema: { allOf: [ref("Envelope"), { type: "object", properties: {
+        stats: ref("ImportStats"),
+        errors_detail: { type: "array", description: "the first 1,000 failing rows", items: { type: "object", properties: { row: { type: "integer" }, field: { type: "string", nullable: true }, reason: { type: "string" }, uuid: { type: "string" } }, required: ["row", "field", "reason"] } },
+        format: { type: "string" }, resource_created: { type: "boolean" },
+      } }] } } } }, ...errorRefs(400, 401, 403, 413, 422) },
     } };
   }
 }
@@ -228,12 +235,12 @@ function filePaths(p: Principal, paths: Record<string, PathItem>, publicMedia: b
     paths["/img/{uuid}/{spec}"] = { get: {
       tags, summary: "An image resized, as WebP (never enlarged)", operationId: "resd:files.image", security,
       parameters: [uuidParam, { name: "spec", in: "path", required: true, schema: { type: "string", pattern: "^[1-9][0-9]*(x[1-9][0-9]*[fc]|[wh])$" }, description: "`{W}x{H}f` fit, `{W}x{H}c` crop, `{W}w` width, `{H}h` height" }],
-      responses: { "200": { description: "the image", content: { "image/webp": {} } }, "304": { description: "not modified" }, ...errorRefs(400, 404), "415": { description: "not an image, or too large to decode" } },
+      responses: { "200": { description: "the image", content: { "image/webp": { schema: { type: "string", format: "binary" } } } }, "304": { description: "not modified" }, ...errorRefs(400, 404), "415": { description: "not an image, or too large to decode" } },
     } };
     paths["/download/{uuid}"] = { get: {
       tags, summary: "The file as uploaded (ranges supported)", operationId: "resd:files.download", security,
       parameters: [uuidParam],
-      responses: { "200": { description: "the file" }, "206": { description: "a byte range" }, "304": { description: "not modified" }, ...errorRefs(404) },
+      responses: { "200": { description: "the file, with its stored type", content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } } }, "206": { description: "a byte range", content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } } }, "304": { description: "not modified" }, ...errorRefs(404) },
     } };
   }
 }

@@ -4,7 +4,7 @@ import type { ResourceView } from "../state";
 import { Dialog } from "./Dialog";
 
 type Stats = { imported?: number; created?: number; updated?: number; errors?: number; total?: number };
-type Answer = { code: number; success: boolean; message?: string; details?: string; stats?: Stats; errors_detail?: { row: number; field?: string; message?: string; error?: string }[] };
+type Answer = { code: number; success: boolean; message?: string; details?: string; stats?: Stats; errors_detail?: { row: number; field: string | null; reason: string; uuid?: string }[] };
 
 export function ImportDialog({ def, onClose }: { def: ResourceView; onClose: (changed: boolean) => void }) {
   const progress = useSignal<number | null>(null);
@@ -44,7 +44,7 @@ export function ImportDialog({ def, onClose }: { def: ResourceView; onClose: (ch
           ) : <p class="error">{a.details || a.message}</p>}
           {a.errors_detail && a.errors_detail.length > 0 && (
             <table class="errors"><thead><tr><th>Row</th><th>Field</th><th>Problem</th></tr></thead>
-              <tbody>{a.errors_detail.map((d, i) => <tr key={i}><td>{d.row}</td><td>{d.field ?? ""}</td><td>{d.message ?? d.error ?? ""}</td></tr>)}</tbody></table>
+              <tbody>{a.errors_detail.map((d, i) => <tr key={i}><td>{d.row}</td><td>{d.field ?? ""}</td><td>{d.reason}</td></tr>)}</tbody></table>
           )}
         </div>
       )}
