@@ -21,8 +21,12 @@ export async function withSite<T>(opts: DirOpts, fn: (site: Site) => Promise<T>,
   }
 }
 
+/** The reader of our output went away (`resd export R | head`): that is how a pipe ends, not an error. */
+export const isClosedPipe = (e: unknown) => (e as NodeJS.ErrnoException | null)?.code === "EPIPE";
+
 /** Prints an error as one line on stderr and exits non-zero. */
 export function fail(e: unknown): never {
+  if (isClosedPipe(e)) process.exit(0);
   if (e instanceof AppError) {
     const fields = e.extra.errors ? ` (${Object.entries(e.extra.errors).map(([k, v]) => `${k}: ${v}`).join("; ")})` : "";
     console.error(`resd: ${e.details ?? e.code}${fields}`);

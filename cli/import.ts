@@ -1,12 +1,13 @@
 import type { Command } from "commander";
-import { existsSync, statSync } from "node:fs";
-import { basename } from "node:path";
+import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, join } from "node:path";
 import { SYSTEM } from "../src/core/access/permissions";
 import { AppError } from "../src/core/errors";
 import { importRecords, type ImportProgress, type ImportResult } from "../src/core/transfer/import";
 import { action, withSite } from "./common";
 
-type Opts = { dir?: string; json?: boolean; strict?: boolean; allowMissingFiles?: boolean };
+type Opts = { dir?: string; json?: boolean; strict?: boolean; allowMissingFiles?: boolean; format?: string };
 
 /** Exit code when rows were rejected under --strict (nothing was written). */
 export const EXIT_REJECTED = 3;
@@ -14,19 +15,38 @@ export const EXIT_REJECTED = 3;
 export function registerImport(program: Command) {
   program
     .command("import <resource> <file>")
-    .description("import a JSON, csv or tsv file into a resource (same rules and stats as the HTTP import)")
+    .description("import a JSON, csv or tsv file (`-` reads standard input) into a resource (same rules and stats as the HTTP import)")
+    .option("--format <format>", "json, csv or tsv, when the content alone does not tell (standard input)")
     .option("--dir <dir>", "site directory")
     .option("--json", "print the stats and rejected rows as JSON")
     .option("--allow-missing-files", "accept image/file values that name no uploaded file yet (bring records before their files)")
     .option("--strict", `all or nothing: if any row is rejected, write nothing and exit ${EXIT_REJECTED}`)
     .action(action(async (resource: string, file: string, o: Opts) => {
-      if (!existsSync(file) || !statSync(file).isFile()) throw new AppError(400, "INVALID_DATA", `cannot read ${file}: no such file`);
+      if (o.format !== undefined && !["json", "csv", "tsv"].includes(o.format)) throw new AppError(400, "INVALID_DATA", `--format must be json, csv or tsv, not ${o.format}`);
+      // Standard input is spooled to a temporary file: the import reads its source more than once.
+      const spooled = file === "-" ? await spoolStdin() : null;
+      const path = spooled ?? file;
+      if (!existsSync(path) || !statSync(path).isFile()) throw new AppError(400, "INVALID_DATA", `cannot read ${file}: no such file`);
+      const name = o.format ? `${file === "-" ? "stdin" : basename(file)}.${o.format}` : file === "-" ? "stdin" : basename(file);
       const bar = process.stderr.isTTY ? progressBar() : null;
-      const r = await withSite(o, (site) => importRecords(site, SYSTEM, resource, Bun.file(file), { name: basename(file), strict: o.strict, allowMissingFiles: o.allowMissingFiles, onProgress: bar?.update }));
+      let r: ImportResult;
+      try {
+        r = await withSite(o, (site) => importRecords(site, SYSTEM, resource, Bun.file(path), { name, strict: o.strict, allowMissingFiles: o.allowMissingFiles, onProgress: bar?.update }));
+      } finally {
+        if (spooled) rmSync(join(spooled, ".."), { recursive: true, force: true });
+      }
       bar?.done();
       print(r, o);
       if (r.rolled_back) process.exitCode = EXIT_REJECTED;
     }));
+}
+
+async function spoolStdin(): Promise<string> {
+  const path = join(mkdtempSync(join(tmpdir(), "resd-import-")), "stdin");
+  const out = Bun.file(path).writer();
+  for await (const chunk of Bun.stdin.stream()) out.write(chunk);
+  await out.end();
+  return path;
 }
 
 function print(r: ImportResult, o: Opts) {

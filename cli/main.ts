@@ -1,6 +1,7 @@
 #!/usr/bin/env bun
 /** resd's command line: one file per command, each a thin layer over src/core. */
-import { Command } from "commander";
+import { Command, CommanderError } from "commander";
+import { isClosedPipe } from "./common";
 import { version, commit } from "../src/build/version";
 import { registerServe } from "./serve";
 import { registerMigrate } from "./migrate";
@@ -13,10 +14,16 @@ import { registerJobs } from "./jobs";
 import { registerImport } from "./import";
 import { registerExport } from "./export";
 
+// A closed stdout (`resd export R | head -2`) ends the command quietly, exit 0.
+process.stdout.on("error", (e) => { if (isClosedPipe(e)) process.exit(0); });
+
 const program = new Command()
   .name("resd")
   .description("a self-hosted generic resource REST service")
-  .version(`resd ${version} (${commit})`, "-v, --version");
+  .version(`resd ${version} (${commit})`, "-v, --version")
+  // Usage errors (unknown command or option, missing argument) exit 2 like every other refusal
+  // of the input; help and version exit 0. Set before the commands so they inherit it.
+  .exitOverride();
 
 registerServe(program);
 registerMigrate(program);
@@ -29,4 +36,9 @@ registerJobs(program);
 registerImport(program);
 registerExport(program);
 
-await program.parseAsync(process.argv);
+try {
+  await program.parseAsync(process.argv);
+} catch (e) {
+  if (!(e instanceof CommanderError)) throw e;
+  process.exit(e.exitCode === 0 ? 0 : 2);
+}

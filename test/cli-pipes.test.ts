@@ -1,0 +1,55 @@
+/** The CLI in shell pipelines: standard input in, a closed stdout out, usage errors exit 2. */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { cli, makeSite, MAIN } from "./helpers/site";
+
+let dir: string;
+beforeAll(() => { dir = makeSite({ defs: { notes: { fields: { title: { type: "text" }, n: { type: "number" } } } } }); });
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Runs a shell pipeline; `rc` is the exit status of its command number `at` (resd's). */
+function pipeline(script: string, at = 0) {
+  const p = Bun.spawnSync(["bash", "-c", `set -o pipefail; ${script}; echo "rc=\${PIPESTATUS[${at}]}" >&2`], { env: { ...process.env, MAIN, DIR: dir } });
+  const err = p.stderr.toString();
+  return { out: p.stdout.toString(), err: err.replace(/rc=\d+\n$/, ""), rc: Number(/rc=(\d+)\n$/.exec(err)?.[1]) };
+}
+
+describe("pipes", () => {
+  test("`resd import R -` reads standard input; the format is sniffed, or named with --format", async () => {
+    const csv = pipeline(`printf 'title,n\\none,1\\ntwo,2\\n' | bun "$MAIN" import notes - --dir "$DIR"`, 1);
+    expect(csv.rc).toBe(0);
+    expect(csv.out).toContain("created 2");
+    const json = pipeline(`printf '[{"title":"three"}]' | bun "$MAIN" import notes - --format json --dir "$DIR"`, 1);
+    expect(json.rc).toBe(0);
+    expect(json.out).toContain("created 1");
+    const bad = pipeline(`printf 'x' | bun "$MAIN" import notes - --format xml --dir "$DIR"`, 1);
+    expect(bad.rc).toBe(2);
+    expect(bad.err).toContain("--format");
+    // The spooled copy of standard input is gone.
+    expect(readdirSync(tmpdir()).filter((n) => n.startsWith("resd-import-"))).toEqual([]);
+  });
+
+  test("a reader that stops early (`| head -1`) ends the export quietly with exit 0", async () => {
+    const rows = Array.from({ length: 30_000 }, (_, i) => ({ title: `row ${i} ${"x".repeat(40)}`, n: i }));
+    await Bun.write(`${dir}/many.json`, JSON.stringify(rows));
+    expect((await cli(dir, ["import", "notes", `${dir}/many.json`])).code).toBe(0);
+    for (const format of ["csv", "json"]) {
+      const r = pipeline(`bun "$MAIN" export notes --format ${format} --dir "$DIR" | head -c 100 > /dev/null`);
+      expect(r.err).toBe("");
+      expect(r.rc).toBe(0);
+    }
+  });
+});
+
+describe("exit codes of usage errors", () => {
+  test("unknown command, unknown option, missing argument: 2; help and version: 0", async () => {
+    expect((await cli(dir, ["nope"])).code).toBe(2);
+    expect((await cli(dir, ["export", "notes", "--bogus"])).code).toBe(2);
+    const missing = await cli(dir, ["import", "notes"]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("missing required argument");
+    expect((await cli(dir, ["--help"])).code).toBe(0);
+    expect((await cli(dir, ["--version"])).code).toBe(0);
+  });
+});
