@@ -4,21 +4,44 @@ import { action, withSite } from "./common";
 import { badRequest } from "../src/core/errors";
 
 type Opts = { dir?: string; json?: boolean };
+type PasswordOpts = { password?: string; passwordStdin?: boolean };
 const print = (opts: Opts, data: unknown, text: string) => console.log(opts.json ? JSON.stringify(data) : text);
+
+/**
+ * The password from --password-stdin (its first line; kept out of `ps` and shell history) or from
+ * --password (visible to other users of the machine while the command runs: documented).
+ */
+async function passwordOf(o: PasswordOpts): Promise<string> {
+  if (o.passwordStdin && o.password !== undefined) throw badRequest("give --password or --password-stdin, not both");
+  if (o.passwordStdin) {
+    const line = (await Bun.stdin.text()).split(/\r?\n/)[0];
+    if (!line) throw badRequest("--password-stdin: standard input holds no password");
+    return line;
+  }
+  if (o.password === undefined) throw badRequest("give the password with --password-stdin (or --password)");
+  return o.password;
+}
 
 export function registerUser(program: Command) {
   const user = program.command("user").description("manage user accounts");
   user.command("add <email>")
     .description("create a user")
-    .requiredOption("--password <password>", "the user's password")
+    .option("--password <password>", "the user's password (visible in `ps`: prefer --password-stdin)")
+    .option("--password-stdin", "read the password from the first line of standard input")
+    .option("--if-missing", "succeed without change when a user with this e-mail exists (idempotent seeding)")
     .option("--role <role>", "role name (e.g. admin)")
     .option("--name <name>", "display name")
     .option("--api", "switch on API access (bearer tokens)")
     .option("--dir <dir>", "site directory")
     .option("--json", "print the created user as JSON")
-    .action(action(async (email: string, o: Opts & { password: string; role?: string; name?: string; api?: boolean }) => {
-      const u = await withSite(o, (site) => addUser(site, { email, password: o.password, role: o.role, name: o.name, api: o.api }));
-      print(o, u, `created user ${u.email} (${u.uuid})`);
+    .action(action(async (email: string, o: Opts & PasswordOpts & { role?: string; name?: string; api?: boolean; ifMissing?: boolean }) => {
+      const password = await passwordOf(o);
+      const u = await withSite(o, async (site) => {
+        const existing = o.ifMissing ? (await listUsers(site)).find((x) => x.email.toLowerCase() === email.toLowerCase()) : undefined;
+        return existing ? null : addUser(site, { email, password, role: o.role, name: o.name, api: o.api });
+      });
+      if (u) print(o, u, `created user ${u.email} (${u.uuid})`);
+      else print(o, { ok: true, email, existed: true }, `user ${email} exists; left unchanged (--if-missing)`);
     }));
   user.command("list")
     .description("list users")
@@ -30,11 +53,13 @@ export function registerUser(program: Command) {
     }));
   user.command("passwd <email>")
     .description("set a user's password (their tokens stop working)")
-    .requiredOption("--password <password>", "the new password")
+    .option("--password <password>", "the new password (visible in `ps`: prefer --password-stdin)")
+    .option("--password-stdin", "read the new password from the first line of standard input")
     .option("--dir <dir>", "site directory")
     .option("--json", "print JSON")
-    .action(action(async (email: string, o: Opts & { password: string }) => {
-      await withSite(o, (site) => setPassword(site, email, o.password));
+    .action(action(async (email: string, o: Opts & PasswordOpts) => {
+      const password = await passwordOf(o);
+      await withSite(o, (site) => setPassword(site, email, password));
       print(o, { ok: true, email }, `password changed for ${email}`);
     }));
   user.command("api <email>")

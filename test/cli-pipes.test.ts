@@ -53,3 +53,24 @@ describe("exit codes of usage errors", () => {
     expect((await cli(dir, ["--version"])).code).toBe(0);
   });
 });
+
+describe("secrets off the command line, idempotent seeding", () => {
+  test("--password-stdin reads the password; --if-missing leaves an existing user unchanged, exit 0", async () => {
+    const add = pipeline(`printf 'seed-password-1\\n' | bun "$MAIN" user add seed@example.com --password-stdin --role admin --api --dir "$DIR"`, 1);
+    expect(add.rc).toBe(0);
+    expect(add.out).toContain("created user seed@example.com");
+    // The password came through: a token is issued for it.
+    const token = pipeline(`bun "$MAIN" token seed@example.com --dir "$DIR"`);
+    expect(token.rc).toBe(0);
+    const again = pipeline(`printf 'other-password-2\\n' | bun "$MAIN" user add SEED@example.com --password-stdin --if-missing --json --dir "$DIR"`, 1);
+    expect(again.rc).toBe(0);
+    expect(JSON.parse(again.out)).toMatchObject({ existed: true });
+    // Without --if-missing a second add is refused.
+    expect(pipeline(`printf 'x-password-3\\n' | bun "$MAIN" user add seed@example.com --password-stdin --dir "$DIR"`, 1).rc).toBe(2);
+    // No password at all, or both ways at once: refused with 2.
+    expect((await cli(dir, ["user", "add", "nopw@example.com"])).code).toBe(2);
+    expect(pipeline(`printf 'p\\n' | bun "$MAIN" user add both@example.com --password-stdin --password x --dir "$DIR"`, 1).rc).toBe(2);
+    const passwd = pipeline(`printf 'changed-password-4\\n' | bun "$MAIN" user passwd seed@example.com --password-stdin --dir "$DIR"`, 1);
+    expect(passwd.rc).toBe(0);
+  });
+});
