@@ -1,6 +1,8 @@
 import type { Command } from "commander";
 import { openSite } from "../src/core/site";
 import { startServer } from "../src/http/server";
+import { renameSync, rmSync, writeFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { action, config } from "./common";
 
 export function registerServe(program: Command) {
@@ -11,9 +13,17 @@ export function registerServe(program: Command) {
     .option("--port <port>", "TCP port (default 8080, or RESD_PORT)")
     .option("--host <host>", "listen address (default 0.0.0.0, or RESD_HOST)")
     .option("--log-format <format>", "request log format: json or text (default: json unless a terminal)")
-    .action(action(async (opts: { dir?: string; port?: string; host?: string; logFormat?: string }) => {
+    .option("--port-file <path>", "once listening, write the port to this file (with --port 0: the one chosen); removed on shutdown")
+    .action(action(async (opts: { dir?: string; port?: string; host?: string; logFormat?: string; portFile?: string }) => {
       const cfg = config(opts, { port: opts.port, host: opts.host, logFormat: opts.logFormat });
       const site = await openSite(cfg);
-      await startServer(site);
+      const running = await startServer(site);
+      if (opts.portFile) {
+        const file = resolve(opts.portFile);
+        // Written whole or not at all: a script polling for the file never reads half a number.
+        writeFileSync(`${file}.tmp`, `${running.server.port}\n`);
+        renameSync(`${file}.tmp`, file);
+        running.onDrain(() => rmSync(file, { force: true }));
+      }
     }));
 }

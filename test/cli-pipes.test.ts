@@ -74,3 +74,20 @@ describe("secrets off the command line, idempotent seeding", () => {
     expect(passwd.rc).toBe(0);
   });
 });
+
+describe("readiness for CI", () => {
+  test("serve --port 0 --port-file: the chosen port is written once listening, and removed on shutdown", async () => {
+    const file = `${dir}/port`;
+    const proc = Bun.spawn(["bun", MAIN, "serve", "--dir", dir, "--port", "0", "--host", "127.0.0.1", "--port-file", file], { stdout: "ignore", stderr: "ignore" });
+    let port = "";
+    for (let i = 0; i < 200 && !port; i++) {
+      await Bun.sleep(50);
+      if (await Bun.file(file).exists()) port = (await Bun.file(file).text()).trim();
+    }
+    expect(port).toMatch(/^\d+$/);
+    expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200);
+    proc.kill("SIGTERM");
+    expect(await proc.exited).toBe(0);
+    expect(await Bun.file(file).exists()).toBe(false);
+  });
+});

@@ -1,6 +1,7 @@
 /** The README is part of the product: its settings, example and CLI reference follow the code. */
 import { expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SETTINGS } from "../src/core/config";
 import { buildDefinition } from "../src/core/definitions/load";
@@ -31,3 +32,19 @@ test("the CLI reference names every command", async () => {
   expect(commands.length).toBeGreaterThan(8);
   for (const c of commands) expect(readme).toContain(`resd ${c}`);
 });
+
+test("the CI seeding script runs as written", () => {
+  const m = /## In CI: seed a site[\s\S]*?```bash\n([\s\S]*?)```/.exec(readme);
+  expect(m).not.toBeNull();
+  const { MAIN } = require("./helpers/site") as { MAIN: string };
+  // `resd` on the PATH is the real CLI (exec'd, so `$!` is the server as with the binary);
+  // everything else is the script exactly as the README shows it.
+  const bin = mkdtempSync(join(tmpdir(), "resd-bin-"));
+  writeFileSync(join(bin, "resd"), `#!/bin/sh\nexec bun "${MAIN}" "$@"\n`, { mode: 0o755 });
+  const script = `${m![1]}\nrm -rf "$RESD_DIR"\necho SEEDED-OK`;
+  const p = Bun.spawnSync(["bash", "-c", script], { env: { ...process.env, RESD_DIR: "", PATH: `${bin}:${process.env.PATH}` }, timeout: 60_000 });
+  rmSync(bin, { recursive: true, force: true });
+  expect(p.stderr.toString()).toBe("");
+  expect(p.exitCode).toBe(0);
+  expect(p.stdout.toString()).toContain("SEEDED-OK");
+}, 60_000);
