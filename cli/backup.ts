@@ -31,6 +31,6 @@ export function registerBackup(program: Command) {
       const file = resolve(opts.out ?? `resd-backup-${stamp()}.tar.gz`);
       const stats = await writeBackupFile(dir, file, { secrets });
       if (opts.json) console.log(JSON.stringify({ file, ...stats }));
-      else console.log(`resd: backup of ${dir} written to ${file} (${stats.files} files, database ${stats.databaseBytes} bytes, archive ${stats.bytes} bytes${secrets ? ", secrets included" : ""})`);
+      else console.log(`backup of ${dir} written to ${file} (${stats.files} files, database ${stats.databaseBytes} bytes, archive ${stats.bytes} bytes${secrets ? ", secrets included" : ""})`);
     }));
 }

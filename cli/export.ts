@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { SYSTEM } from "../src/core/access/permissions";
 import { exportRecords } from "../src/core/transfer/export";
 import { parseFormat, type Format } from "../src/core/transfer/format";
+import { badRequest } from "../src/core/errors";
 import { action, withSite } from "./common";
 
 type Opts = { dir?: string; json?: boolean; format?: string; out?: string };
@@ -9,7 +10,10 @@ type Opts = { dir?: string; json?: boolean; format?: string; out?: string };
 /** --format, else the --out file's extension, else json. */
 function formatOf(o: Opts): Format {
   if (o.format) return parseFormat(o.format);
-  const ext = /\.(json|csv|tsv)$/i.exec(o.out ?? "")?.[1];
+  if (!o.out) return "json";
+  const ext = /\.([A-Za-z0-9]+)$/.exec(o.out)?.[1]?.toLowerCase();
+  // `--out data.xlsx` would otherwise write JSON under a name that promises something else.
+  if (ext && !["json", "csv", "tsv"].includes(ext)) throw badRequest(`--out ${o.out}: resd writes json, csv or tsv, not .${ext}; name the format with --format`);
   return parseFormat(ext ?? "json");
 }
 

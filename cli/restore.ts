@@ -20,6 +20,6 @@ export function registerRestore(program: Command) {
       const source = (file === "-" ? Bun.stdin : Bun.file(file)).stream() as ReadableStream<Uint8Array>;
       const stats = await restoreBackup(source, dir, { force: Boolean(opts.force) });
       if (opts.json) console.log(JSON.stringify({ dir, ...stats }));
-      else console.log(`resd: restored ${stats.files} files and the database into ${dir} (backup of ${stats.created}${stats.secrets ? ", with its .env" : ""})`);
+      else console.log(`restored ${stats.files} files and the database into ${dir} (backup of ${stats.created}${stats.secrets ? ", with its .env" : ""})`);
     }));
 }

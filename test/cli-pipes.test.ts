@@ -91,3 +91,19 @@ describe("readiness for CI", () => {
     expect(await Bun.file(file).exists()).toBe(false);
   });
 });
+
+describe("clear errors", () => {
+  test("--out with an extension resd does not write is refused (exit 2, nothing written) unless --format names one", async () => {
+    const r = await cli(dir, ["export", "notes", "--out", `${dir}/x.xlsx`]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(".xlsx");
+    expect(await Bun.file(`${dir}/x.xlsx`).exists()).toBe(false);
+    expect((await cli(dir, ["export", "notes", "--out", `${dir}/x.xlsx`, "--format", "csv"])).code).toBe(0);
+  });
+
+  test("success messages are not prefixed like errors", async () => {
+    const b = await cli(dir, ["backup", "--out", `${dir}/b.tar`]);
+    expect(b.code).toBe(0);
+    expect(b.stdout).toStartWith("backup of ");
+  });
+});
