@@ -7,9 +7,9 @@ import { AppError } from "../src/core/errors";
 import { importRecords, type ImportProgress, type ImportResult } from "../src/core/transfer/import";
 import { action, withSite } from "./common";
 
-type Opts = { dir?: string; json?: boolean; strict?: boolean; allowMissingFiles?: boolean; format?: string };
+type Opts = { dir?: string; json?: boolean; strict?: boolean; allowErrors?: boolean; allowMissingFiles?: boolean; format?: string; match?: string | false };
 
-/** Exit code when rows were rejected under --strict (nothing was written). */
+/** Exit code when rows were rejected: under --strict nothing was written, otherwise the other rows were. */
 export const EXIT_REJECTED = 3;
 
 export function registerImport(program: Command) {
@@ -20,9 +20,14 @@ export function registerImport(program: Command) {
     .option("--dir <dir>", "site directory")
     .option("--json", "print the stats and rejected rows as JSON")
     .option("--allow-missing-files", "accept image/file values that name no uploaded file yet (bring records before their files)")
+    .option("--match <key>", "how a row finds the record it updates: uuid (only), or a unique field (after the uuid); default: uuid, then id, name, title")
+    .option("--no-match", "every row creates a record; a row whose uuid exists is rejected")
     .option("--strict", `all or nothing: if any row is rejected, write nothing and exit ${EXIT_REJECTED}`)
+    .option("--allow-errors", `exit 0 even when rows were rejected (the others are written); without it rejected rows exit ${EXIT_REJECTED}`)
     .action(action(async (resource: string, file: string, o: Opts) => {
       if (o.format !== undefined && !["json", "csv", "tsv"].includes(o.format)) throw new AppError(400, "INVALID_DATA", `--format must be json, csv or tsv, not ${o.format}`);
+      if (o.strict && o.allowErrors) throw new AppError(400, "INVALID_DATA", "give --strict or --allow-errors, not both");
+      const match = o.match === false ? "none" : o.match;
       // Standard input is spooled to a temporary file: the import reads its source more than once.
       const spooled = file === "-" ? await spoolStdin() : null;
       const path = spooled ?? file;
@@ -31,13 +36,13 @@ export function registerImport(program: Command) {
       const bar = process.stderr.isTTY ? progressBar() : null;
       let r: ImportResult;
       try {
-        r = await withSite(o, (site) => importRecords(site, SYSTEM, resource, Bun.file(path), { name, strict: o.strict, allowMissingFiles: o.allowMissingFiles, onProgress: bar?.update }));
+        r = await withSite(o, (site) => importRecords(site, SYSTEM, resource, Bun.file(path), { name, strict: o.strict, allowMissingFiles: o.allowMissingFiles, match, onProgress: bar?.update }));
       } finally {
         if (spooled) rmSync(join(spooled, ".."), { recursive: true, force: true });
       }
       bar?.done();
       print(r, o);
-      if (r.rolled_back) process.exitCode = EXIT_REJECTED;
+      if (r.stats.errors > 0 && !o.allowErrors) process.exitCode = EXIT_REJECTED;
     }));
 }
 
@@ -58,9 +63,10 @@ function print(r: ImportResult, o: Opts) {
   for (const e of r.errors_detail) console.error(`row ${e.row}${e.field ? ` ${e.field}` : ""}: ${e.reason}`);
   if (r.errors_detail.length < s.errors) console.error(`… and more: ${s.errors} rows rejected in all`);
   if (r.resource_created) console.log(`created resource from the file's _meta`);
+  const matched = Object.entries(s.matched).map(([key, n]) => `${n} by ${key}`).join(", ");
   console.log(r.rolled_back
     ? `nothing imported: ${s.errors} of ${s.total} rows rejected (--strict)`
-    : `imported ${s.imported} (created ${s.created}, updated ${s.updated}), rejected ${s.errors}, total ${s.total}`);
+    : `imported ${s.imported} (created ${s.created}, updated ${s.updated}${matched ? `: matched ${matched}` : ""}), rejected ${s.errors}, total ${s.total}`);
 }
 
 /** One line on stderr, redrawn: phase, a bar by bytes read (or rows written), rows/s and ETA. */

@@ -6,6 +6,7 @@ import { version, commit } from "../src/build/version";
 import { registerServe } from "./serve";
 import { registerMigrate } from "./migrate";
 import { registerUser } from "./user";
+import { registerRole } from "./role";
 import { registerToken } from "./token";
 import { registerConfig } from "./config";
 import { registerBackup } from "./backup";
@@ -28,6 +29,7 @@ const program = new Command()
 registerServe(program);
 registerMigrate(program);
 registerUser(program);
+registerRole(program);
 registerToken(program);
 registerConfig(program);
 registerBackup(program);

@@ -2,14 +2,16 @@ import type { Command } from "commander";
 import { addUser, listUsers, removeUser, setApiAccess, setPassword } from "../src/core/access/accounts";
 import { action, withSite } from "./common";
 import { badRequest } from "../src/core/errors";
+import { readNewPassword } from "./prompt";
 
 type Opts = { dir?: string; json?: boolean };
 type PasswordOpts = { password?: string; passwordStdin?: boolean };
 const print = (opts: Opts, data: unknown, text: string) => console.log(opts.json ? JSON.stringify(data) : text);
 
 /**
- * The password from --password-stdin (its first line; kept out of `ps` and shell history) or from
- * --password (visible to other users of the machine while the command runs: documented).
+ * The password from --password-stdin (its first line; kept out of `ps` and shell history), from
+ * --password (visible to other users of the machine while the command runs: documented), or typed
+ * twice at the terminal without echo when neither is given.
  */
 async function passwordOf(o: PasswordOpts): Promise<string> {
   if (o.passwordStdin && o.password !== undefined) throw badRequest("give --password or --password-stdin, not both");
@@ -18,8 +20,9 @@ async function passwordOf(o: PasswordOpts): Promise<string> {
     if (!line) throw badRequest("--password-stdin: standard input holds no password");
     return line;
   }
-  if (o.password === undefined) throw badRequest("give the password with --password-stdin (or --password)");
-  return o.password;
+  if (o.password !== undefined) return o.password;
+  if (process.stdin.isTTY) return readNewPassword();
+  throw badRequest("give the password with --password-stdin (or --password, or run on a terminal to be asked)");
 }
 
 export function registerUser(program: Command) {
@@ -35,10 +38,10 @@ export function registerUser(program: Command) {
     .option("--dir <dir>", "site directory")
     .option("--json", "print the created user as JSON")
     .action(action(async (email: string, o: Opts & PasswordOpts & { role?: string; name?: string; api?: boolean; ifMissing?: boolean }) => {
-      const password = await passwordOf(o);
       const u = await withSite(o, async (site) => {
         const existing = o.ifMissing ? (await listUsers(site)).find((x) => x.email.toLowerCase() === email.toLowerCase()) : undefined;
-        return existing ? null : addUser(site, { email, password, role: o.role, name: o.name, api: o.api });
+        // Asked only when it will be used: --if-missing on an existing user needs no password.
+        return existing ? null : addUser(site, { email, password: await passwordOf(o), role: o.role, name: o.name, api: o.api });
       });
       if (u) print(o, u, `created user ${u.email} (${u.uuid})`);
       else print(o, { ok: true, email, existed: true }, `user ${email} exists; left unchanged (--if-missing)`);
@@ -49,7 +52,7 @@ export function registerUser(program: Command) {
     .option("--json", "print JSON")
     .action(action(async (o: Opts) => {
       const users = await withSite(o, listUsers);
-      print(o, users, users.map((u) => `${u.uuid}\t${u.email}\t${u.role ?? ""}\tapi=${u.api ? "on" : "off"}\t${u.name ?? ""}`).join("\n") || "no users");
+      print(o, users, users.map((u) => `${u.uuid}\t${u.email}\t${u.role_name ?? (u.role ? `(deleted role ${u.role})` : "")}\tapi=${u.api ? "on" : "off"}\t${u.name ?? ""}`).join("\n") || "no users");
     }));
   user.command("passwd <email>")
     .description("set a user's password (their tokens stop working)")

@@ -11,7 +11,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe("resd user", () => {
   test("add creates a user with a hashed password; duplicates and bad input fail with exit 2", async () => {
-    const add = await cli(dir, ["user", "add", "Cli@Example.com", "--password", "s3cret", "--role", "admin", "--name", "Cli", "--api", "--json"]);
+    const add = await cli(dir, ["user", "add", "Cli@Example.com", "--password", "s3cret-long-1", "--role", "admin", "--name", "Cli", "--api", "--json"]);
     expect(add.code).toBe(0);
     const u = JSON.parse(add.stdout);
     expect(u).toMatchObject({ email: "cli@example.com", name: "Cli", role: "admin" });
@@ -21,12 +21,12 @@ describe("resd user", () => {
     db.close();
     expect(stored.password).toStartWith("$argon2id$");
     expect(stored.api).toBe(true);
-    const dup = await cli(dir, ["user", "add", "cli@example.com", "--password", "x"]);
+    const dup = await cli(dir, ["user", "add", "cli@example.com", "--password", "x-long-password"]);
     expect(dup.code).toBe(2);
     expect(dup.stderr).toContain("email");
-    expect((await cli(dir, ["user", "add", "not-an-email", "--password", "x"])).code).toBe(2);
-    expect((await cli(dir, ["user", "add", "r@example.com", "--password", "x", "--role", "no-such-role"])).code).toBe(2);
-    expect((await cli(dir, ["user", "add", "plain@example.com", "--password", "p"])).code).toBe(0);
+    expect((await cli(dir, ["user", "add", "not-an-email", "--password", "x-long-password"])).code).toBe(2);
+    expect((await cli(dir, ["user", "add", "r@example.com", "--password", "x-long-password", "--role", "no-such-role"])).code).toBe(2);
+    expect((await cli(dir, ["user", "add", "plain@example.com", "--password", "plain-password-1"])).code).toBe(0);
   }, 30_000);
 
   test("list shows users with role and API flag, never passwords", async () => {
@@ -55,9 +55,9 @@ describe("resd user", () => {
       // api --on and passwd while the server runs.
       expect((await cli(dir, ["user", "api", "plain@example.com", "--on"])).code).toBe(0);
       expect((await cli(dir, ["token", "plain@example.com"])).code).toBe(0);
-      expect((await cli(dir, ["user", "passwd", "plain@example.com", "--password", "newer"])).code).toBe(0);
-      expect((await call(srv.base, "POST", "/api/v1/auth/token", { body: { email: "plain@example.com", password: "p" } })).status).toBe(401);
-      expect((await call(srv.base, "POST", "/api/v1/auth/token", { body: { email: "plain@example.com", password: "newer" } })).status).toBe(200);
+      expect((await cli(dir, ["user", "passwd", "plain@example.com", "--password", "newer-password-2"])).code).toBe(0);
+      expect((await call(srv.base, "POST", "/api/v1/auth/token", { body: { email: "plain@example.com", password: "plain-password-1" } })).status).toBe(401);
+      expect((await call(srv.base, "POST", "/api/v1/auth/token", { body: { email: "plain@example.com", password: "newer-password-2" } })).status).toBe(200);
     } finally {
       await srv.stop();
     }

@@ -26,8 +26,8 @@ let readerToken = "";
 beforeAll(async () => {
   s = await adminSite({ defs: { books, private: private_ } });
   await s.apiJson("POST", "/api/v1/roles", { name: "bookreader", permissions: ["view-books", "view-.files"] });
-  await addUser(s.dir, "br@example.com", "br-pw", { role: "bookreader", api: true });
-  readerToken = await tokenFor(s.base, "br@example.com", "br-pw");
+  await addUser(s.dir, "br@example.com", "br-pw-long-1", { role: "bookreader", api: true });
+  readerToken = await tokenFor(s.base, "br@example.com", "br-pw-long-1");
 });
 afterAll(async () => { await s.cleanup(); });
 
@@ -88,7 +88,7 @@ describe("GET /api/v1/openapi.json", () => {
   });
 
   test("the document also works with the session cookie", async () => {
-    const login = await call(s.base, "POST", "/api/v1/session", { body: { email: "br@example.com", password: "br-pw" } });
+    const login = await call(s.base, "POST", "/api/v1/session", { body: { email: "br@example.com", password: "br-pw-long-1" } });
     const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0];
     expect((await call(s.base, "GET", "/api/v1/openapi.json", { headers: { cookie } })).status).toBe(200);
   });

@@ -11,7 +11,7 @@ beforeAll(async () => {
   s = await adminSite({ defs: { items } });
   const r = await s.apiJson("POST", "/api/v1/roles", { name: "editor", permissions: ["view-items", "create-items"] });
   editorRole = Object.keys(r.body!.roles)[0];
-  await addUser(s.dir, "ed@example.com", "ed-pw", { role: "editor" });
+  await addUser(s.dir, "ed@example.com", "ed-pw-long-1", { role: "editor" });
 });
 afterAll(async () => { await s.cleanup(); });
 
@@ -23,7 +23,7 @@ async function signIn(email: string, password: string, headers: Record<string, s
 
 describe("POST/GET/DELETE /api/v1/session", () => {
   test("sign-in sets an HttpOnly SameSite cookie on Path=/, and the API applies the user's permissions", async () => {
-    const r = await signIn("ed@example.com", "ed-pw");
+    const r = await signIn("ed@example.com", "ed-pw-long-1");
     expect(r.status).toBe(200);
     // A user names their role by its uuid (a rename of the role changes nothing).
     expect(r.body!.user).toMatchObject({ email: "ed@example.com", role: editorRole });
@@ -46,7 +46,7 @@ describe("POST/GET/DELETE /api/v1/session", () => {
   });
 
   test("sessions need no API access; Secure is set when the request came over https", async () => {
-    const r = await signIn("ed@example.com", "ed-pw", { "x-forwarded-proto": "https" });
+    const r = await signIn("ed@example.com", "ed-pw-long-1", { "x-forwarded-proto": "https" });
     expect(r.setCookie).toContain("; Secure");
   });
 
@@ -66,7 +66,7 @@ describe("POST/GET/DELETE /api/v1/session", () => {
   });
 
   test("DELETE signs out: the cookie is cleared and the session is gone server-side", async () => {
-    const r = await signIn("ed@example.com", "ed-pw");
+    const r = await signIn("ed@example.com", "ed-pw-long-1");
     const h = { cookie: r.cookie };
     const out = await call(s.base, "DELETE", "/api/v1/session", { headers: h });
     expect(out.status).toBe(200);
@@ -80,7 +80,7 @@ describe("POST/GET/DELETE /api/v1/session", () => {
     await addUser(s.dir, "pc@example.com", "pc-old", { role: "editor" });
     const r = await signIn("pc@example.com", "pc-old");
     expect((await call(s.base, "GET", "/api/v1/session", { headers: { cookie: r.cookie } })).status).toBe(200);
-    expect((await cli(s.dir, ["user", "passwd", "pc@example.com", "--password", "pc-new"])).code).toBe(0);
+    expect((await cli(s.dir, ["user", "passwd", "pc@example.com", "--password", "pc-new-long-1"])).code).toBe(0);
     expect((await call(s.base, "GET", "/api/v1/session", { headers: { cookie: r.cookie } })).status).toBe(401);
   }, 30_000);
 
@@ -88,7 +88,7 @@ describe("POST/GET/DELETE /api/v1/session", () => {
 
 describe("cross-origin writes with the cookie", () => {
   test("a write from another Origin is refused with 403; same origin and no Origin pass; reads pass", async () => {
-    const r = await signIn("ed@example.com", "ed-pw");
+    const r = await signIn("ed@example.com", "ed-pw-long-1");
     const host = new URL(s.base).host;
     const foreign = await call(s.base, "POST", "/api/v1/items", { body: { title: "csrf" }, headers: { cookie: r.cookie, origin: "https://evil.example" } });
     expect(foreign.status).toBe(403);
@@ -101,7 +101,7 @@ describe("cross-origin writes with the cookie", () => {
     expect((await call(s.base, "POST", "/api/v1/items", { body: { title: "ok" }, headers: { cookie: r.cookie } })).status).toBe(201);
     expect((await call(s.base, "GET", "/api/v1/items", { headers: { cookie: r.cookie, origin: "https://evil.example" } })).status).toBe(200);
     // Sign-in and sign-out from a foreign page are refused as well (login CSRF).
-    expect((await call(s.base, "POST", "/api/v1/session", { body: { email: "ed@example.com", password: "ed-pw" }, headers: { origin: "https://evil.example" } })).status).toBe(403);
+    expect((await call(s.base, "POST", "/api/v1/session", { body: { email: "ed@example.com", password: "ed-pw-long-1" }, headers: { origin: "https://evil.example" } })).status).toBe(403);
     expect((await call(s.base, "DELETE", "/api/v1/session", { headers: { cookie: r.cookie, origin: "https://evil.example" } })).status).toBe(403);
   });
 
@@ -112,7 +112,7 @@ describe("cross-origin writes with the cookie", () => {
 
 describe("persistence", () => {
   test("sessions survive a server restart (stored in SQLite); runs last, it stops the shared server", async () => {
-    const r = await signIn("ed@example.com", "ed-pw");
+    const r = await signIn("ed@example.com", "ed-pw-long-1");
     const dir = s.dir;
     await s.stop();
     const again = await serve(dir);

@@ -14,18 +14,18 @@ beforeAll(async () => {
   await s.apiJson("POST", "/api/v1/roles", { name: "legacy", permissions: ["api_put_items", "api_(any)_roles"] });
   await s.apiJson("POST", "/api/v1/roles", { name: "manager", permissions: ["manage-items"] });
   await s.apiJson("POST", "/api/v1/roles", { name: "wiper", permissions: ["api_delete_resource_items"] });
-  readerUuid = (await addUser(s.dir, "reader@example.com", "reader-pw", { role: "reader", api: true })).uuid;
+  readerUuid = (await addUser(s.dir, "reader@example.com", "reader-pw-long-1", { role: "reader", api: true })).uuid;
   await addUser(s.dir, "legacy@example.com", "legacy-pw", { role: "legacy", api: true });
   await addUser(s.dir, "manager@example.com", "manager-pw", { role: "manager", api: true });
   await addUser(s.dir, "wiper@example.com", "wiper-pw", { role: "wiper", api: true });
-  await addUser(s.dir, "noapi@example.com", "noapi-pw", { role: "reader" });
+  await addUser(s.dir, "noapi@example.com", "noapi-pw-long-1", { role: "reader" });
   await s.apiJson("POST", "/api/v1/items/one", { title: "One" });
 });
 afterAll(async () => { await s.cleanup(); });
 
 describe("POST /api/v1/auth/token", () => {
   test("200 with token, token_created, token_expires (600 s by default)", async () => {
-    const r = await call(s.base, "POST", "/api/v1/auth/token", { body: { email: "reader@example.com", password: "reader-pw" } });
+    const r = await call(s.base, "POST", "/api/v1/auth/token", { body: { email: "reader@example.com", password: "reader-pw-long-1" } });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ code: 200, success: true, status: "ok" });
     expect(r.body!.token).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
@@ -45,13 +45,13 @@ describe("POST /api/v1/auth/token", () => {
     const unknown = await call(s.base, "POST", "/api/v1/auth/token", { body: { email: "ghost@example.com", password: "x" } });
     expect(unknown.status).toBe(403);
     expect(unknown.body!.message).toBe("ACCESS_DENIED");
-    const noApi = await call(s.base, "POST", "/api/v1/auth/token", { body: { email: "noapi@example.com", password: "noapi-pw" } });
+    const noApi = await call(s.base, "POST", "/api/v1/auth/token", { body: { email: "noapi@example.com", password: "noapi-pw-long-1" } });
     expect(noApi.status).toBe(403);
     expect(noApi.body!.message).toBe("ACCESS_DENIED");
   });
 
   test("e-mail is matched without regard to case", async () => {
-    expect((await call(s.base, "POST", "/api/v1/auth/token", { body: { email: "Reader@Example.com", password: "reader-pw" } })).status).toBe(200);
+    expect((await call(s.base, "POST", "/api/v1/auth/token", { body: { email: "Reader@Example.com", password: "reader-pw-long-1" } })).status).toBe(200);
   });
 });
 
@@ -61,7 +61,7 @@ describe("using and renewing a token", () => {
     const garbage = await call(s.base, "GET", "/api/v1/items", { token: "not.a.token" });
     expect(garbage.status).toBe(401);
     expect(garbage.body!.message).toBe("UNAUTHORIZED");
-    const good = await tokenFor(s.base, "reader@example.com", "reader-pw");
+    const good = await tokenFor(s.base, "reader@example.com", "reader-pw-long-1");
     const [h, p] = good.split(".");
     expect((await call(s.base, "GET", "/api/v1/items", { token: `${h}.${p}.AAAA` })).status).toBe(401);
     // alg "none" is refused: the algorithm is pinned.
@@ -70,7 +70,7 @@ describe("using and renewing a token", () => {
   });
 
   test("GET /api/v1/auth/token renews: a new token with a new lifetime; without a token 401", async () => {
-    const t = await tokenFor(s.base, "reader@example.com", "reader-pw");
+    const t = await tokenFor(s.base, "reader@example.com", "reader-pw-long-1");
     await Bun.sleep(1100);
     const r = await call(s.base, "GET", "/api/v1/auth/token", { token: t });
     expect(r.status).toBe(200);
@@ -83,15 +83,15 @@ describe("using and renewing a token", () => {
   }, 30_000);
 
   test("switching API access off with the CLI while the server runs cuts the token off at once; on again works", async () => {
-    await addUser(s.dir, "cut@example.com", "cut-pw", { role: "reader", api: true });
-    const t = await tokenFor(s.base, "cut@example.com", "cut-pw");
+    await addUser(s.dir, "cut@example.com", "cut-pw-long-1", { role: "reader", api: true });
+    const t = await tokenFor(s.base, "cut@example.com", "cut-pw-long-1");
     expect((await call(s.base, "GET", "/api/v1/items/one", { token: t })).status).toBe(200);
     expect((await cli(s.dir, ["user", "api", "cut@example.com", "--off"])).code).toBe(0);
     const after = await call(s.base, "GET", "/api/v1/items/one", { token: t });
     expect(after.status).toBe(401);
     expect(after.body!.message).toBe("UNAUTHORIZED");
     expect((await call(s.base, "GET", "/api/v1/auth/token", { token: t })).status).toBe(401);
-    expect((await call(s.base, "POST", "/api/v1/auth/token", { body: { email: "cut@example.com", password: "cut-pw" } })).status).toBe(403);
+    expect((await call(s.base, "POST", "/api/v1/auth/token", { body: { email: "cut@example.com", password: "cut-pw-long-1" } })).status).toBe(403);
     expect((await cli(s.dir, ["user", "api", "cut@example.com", "--on"])).code).toBe(0);
     expect((await call(s.base, "GET", "/api/v1/items/one", { token: t })).status).toBe(200);
   }, 30_000);
@@ -100,16 +100,16 @@ describe("using and renewing a token", () => {
     await addUser(s.dir, "pw@example.com", "old-pw", { role: "reader", api: true });
     const t = await tokenFor(s.base, "pw@example.com", "old-pw");
     expect((await call(s.base, "GET", "/api/v1/items/one", { token: t })).status).toBe(200);
-    expect((await cli(s.dir, ["user", "passwd", "pw@example.com", "--password", "new-pw"])).code).toBe(0);
+    expect((await cli(s.dir, ["user", "passwd", "pw@example.com", "--password", "new-pw-long-1"])).code).toBe(0);
     expect((await call(s.base, "GET", "/api/v1/items/one", { token: t })).status).toBe(401);
-    const t2 = await tokenFor(s.base, "pw@example.com", "new-pw");
+    const t2 = await tokenFor(s.base, "pw@example.com", "new-pw-long-1");
     expect((await call(s.base, "GET", "/api/v1/items/one", { token: t2 })).status).toBe(200);
     expect((await cli(s.dir, ["user", "remove", "pw@example.com"])).code).toBe(0);
     expect((await call(s.base, "GET", "/api/v1/items/one", { token: t2 })).status).toBe(401);
   }, 30_000);
 
   test("a role change applies to a live token at once", async () => {
-    const t = await tokenFor(s.base, "reader@example.com", "reader-pw");
+    const t = await tokenFor(s.base, "reader@example.com", "reader-pw-long-1");
     expect((await call(s.base, "POST", "/api/v1/items", { token: t, body: { title: "x" } })).status).toBe(403);
     const role = await s.apiJson("GET", "/api/v1/roles?filter=name:reader");
     const uuid = Object.keys(role.body!.roles)[0];
@@ -122,7 +122,7 @@ describe("using and renewing a token", () => {
 
 describe("403 ACCESS_DENIED and needs", () => {
   test("needs lists the granting patterns in the spec's order (single record first)", async () => {
-    const t = await tokenFor(s.base, "reader@example.com", "reader-pw");
+    const t = await tokenFor(s.base, "reader@example.com", "reader-pw-long-1");
     const del = await call(s.base, "DELETE", "/api/v1/items/one", { token: t });
     expect(del.status).toBe(403);
     expect(del.body).toMatchObject({ code: 403, success: false, status: "error", message: "ACCESS_DENIED" });
@@ -176,34 +176,34 @@ describe("403 ACCESS_DENIED and needs", () => {
 
 describe("limits", () => {
   test("repeated failed logins lock the account: 429 with Retry-After, even with the right password", async () => {
-    await addUser(s.dir, "brute@example.com", "right-pw", { role: "reader", api: true });
+    await addUser(s.dir, "brute@example.com", "right-pw-long-1", { role: "reader", api: true });
     for (let i = 0; i < 5; i++) {
       expect((await call(s.base, "POST", "/api/v1/auth/token", { body: { email: "brute@example.com", password: `guess-${i}` } })).status).toBe(401);
     }
-    const locked = await call(s.base, "POST", "/api/v1/auth/token", { body: { email: "brute@example.com", password: "right-pw" } });
+    const locked = await call(s.base, "POST", "/api/v1/auth/token", { body: { email: "brute@example.com", password: "right-pw-long-1" } });
     expect(locked.status).toBe(429);
     expect(locked.body!.message).toBe("TOO_MANY_REQUESTS");
     expect(Number(locked.headers.get("retry-after"))).toBeGreaterThan(50);
     // The lock is per account and shared through SQLite: sessions are refused too, others are not.
-    expect((await call(s.base, "POST", "/api/v1/session", { body: { email: "brute@example.com", password: "right-pw" } })).status).toBe(429);
-    expect((await call(s.base, "POST", "/api/v1/auth/token", { body: { email: "reader@example.com", password: "reader-pw" } })).status).toBe(200);
+    expect((await call(s.base, "POST", "/api/v1/session", { body: { email: "brute@example.com", password: "right-pw-long-1" } })).status).toBe(429);
+    expect((await call(s.base, "POST", "/api/v1/auth/token", { body: { email: "reader@example.com", password: "reader-pw-long-1" } })).status).toBe(200);
   }, 30_000);
 
   test("the lock survives a restart and expires after RESD_LOGIN_LOCK; success clears the count", async () => {
     const dir = makeSite();
     const env = { RESD_LOGIN_MAX_FAILURES: "2", RESD_LOGIN_LOCK: "4" };
-    await addUser(dir, "x@example.com", "pw-x", { api: true });
+    await addUser(dir, "x@example.com", "pw-x-long-1", { api: true });
     let srv = await serve(dir, { env });
     try {
       for (let i = 0; i < 2; i++) expect((await call(srv.base, "POST", "/api/v1/auth/token", { body: { email: "x@example.com", password: "bad" } })).status).toBe(401);
       await srv.stop();
       srv = await serve(dir, { env });
-      const locked = await call(srv.base, "POST", "/api/v1/auth/token", { body: { email: "x@example.com", password: "pw-x" } });
+      const locked = await call(srv.base, "POST", "/api/v1/auth/token", { body: { email: "x@example.com", password: "pw-x-long-1" } });
       expect(locked.status).toBe(429);
       await Bun.sleep(Number(locked.headers.get("retry-after")) * 1000 + 100);
-      expect((await call(srv.base, "POST", "/api/v1/auth/token", { body: { email: "x@example.com", password: "pw-x" } })).status).toBe(200);
+      expect((await call(srv.base, "POST", "/api/v1/auth/token", { body: { email: "x@example.com", password: "pw-x-long-1" } })).status).toBe(200);
       expect((await call(srv.base, "POST", "/api/v1/auth/token", { body: { email: "x@example.com", password: "bad" } })).status).toBe(401);
-      expect((await call(srv.base, "POST", "/api/v1/auth/token", { body: { email: "x@example.com", password: "pw-x" } })).status).toBe(200);
+      expect((await call(srv.base, "POST", "/api/v1/auth/token", { body: { email: "x@example.com", password: "pw-x-long-1" } })).status).toBe(200);
     } finally {
       await srv.stop();
     }
@@ -212,10 +212,10 @@ describe("limits", () => {
   test("a token expires after RESD_TOKEN_TTL: calls and renewal give 401", async () => {
     const dir = makeSite({ defs: { items } });
     const env = { RESD_TOKEN_TTL: "2" };
-    await addUser(dir, "ttl@example.com", "ttl-pw", { role: "admin", api: true });
+    await addUser(dir, "ttl@example.com", "ttl-pw-long-1", { role: "admin", api: true });
     const srv = await serve(dir, { env });
     try {
-      const r = await call(srv.base, "POST", "/api/v1/auth/token", { body: { email: "ttl@example.com", password: "ttl-pw" } });
+      const r = await call(srv.base, "POST", "/api/v1/auth/token", { body: { email: "ttl@example.com", password: "ttl-pw-long-1" } });
       expect(r.body!.token_expires - r.body!.token_created).toBe(2);
       const t = r.body!.token as string;
       expect((await call(srv.base, "GET", "/api/v1/items", { token: t })).status).toBe(200);

@@ -24,8 +24,11 @@ test("a new or changed definition is served without a restart", async () => {
 
 test("an invalid edit is reported and the definitions in force stay", async () => {
   writeFileSync(join(s.dir, "resources/notes.json"), JSON.stringify({ fields: { title: { type: "nonsense" } } }));
-  expect(await until(async () => s.output().includes("definitions not reloaded"))).toBe(true);
-  expect(s.output()).toContain('field \\"title\\": unknown type');
+  // At error level, on stderr: a rejected definition is what an operator must notice.
+  expect(await until(async () => s.errors().includes("definitions not reloaded"))).toBe(true);
+  const line = s.errors().split("\n").find((l) => l.includes("definitions not reloaded"))!;
+  expect(line).toMatch(/^\S+ ERROR definitions not reloaded/);
+  expect(line).toContain('field \\"title\\": unknown type');
   const r = await s.apiJson("POST", "/api/v1/notes", { title: "still served" });
   expect(r.status).toBe(201);
   writeFileSync(join(s.dir, "resources/notes.json"), JSON.stringify({ fields: { title: { type: "text" } } }));

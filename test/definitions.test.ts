@@ -100,7 +100,7 @@ describe("definitions at start", () => {
     expect(m3.stdout.trim()).toBe("schema up to date");
     expect(indexes().names).toEqual(["ix:items:_created", "ix:items:_modified", "ix:items:b"]);
     expect(indexes().versions).toEqual({ resource: "items", version: 2 });
-    const add = await cli(dir, ["user", "add", "p@x.io", "--password", "pw", "--json"]);
+    const add = await cli(dir, ["user", "add", "p@x.io", "--password", "pw-long-enough", "--json"]);
     expect(add.code).toBe(0);
     rmSync(dir, { recursive: true, force: true });
   });

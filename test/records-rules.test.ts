@@ -119,16 +119,16 @@ describe("cleaning and escaping", () => {
   });
 
   test("hidden, encrypted and password fields are stored but never returned", async () => {
-    const r = await create("notes", { title: "hidden", secret: "s3cret", pin: "1234", password: "pw-value" });
+    const r = await create("notes", { title: "hidden", secret: "s3cret-long-1", pin: "1234", password: "pw-value-long-1" });
     expect(r.status).toBe(201);
     const rec = first(r.body);
     for (const k of ["secret", "pin", "password"]) expect(rec[k]).toBeUndefined();
     const one = await s.apiJson("GET", `/api/v1/notes/${rec.uuid}`);
     const text = JSON.stringify(one.body);
-    expect(text).not.toContain("s3cret");
+    expect(text).not.toContain("s3cret-long-1");
     expect(text).not.toContain("1234\"");
     const all = await s.api("GET", "/api/v1/notes");
-    expect(await all.text()).not.toContain("s3cret");
+    expect(await all.text()).not.toContain("s3cret-long-1");
     const upd = await s.apiJson("PUT", `/api/v1/notes/${rec.uuid}`, { secret: "other" });
     expect(upd.body!.notes[rec.uuid].secret).toBeUndefined();
     const users = await s.apiJson("GET", "/api/v1/users");
@@ -162,7 +162,7 @@ describe("history and restore", () => {
   });
 
   test("resources with history off keep none", async () => {
-    await create("users", { email: "h@x.io", password: "pw" });
+    await create("users", { email: "h@x.io", password: "pw-long-enough" });
     const list = await s.apiJson("GET", "/api/v1/users?filter=email:h@x.io");
     const uuid = Object.keys(list.body!.users)[0];
     const h = await s.apiJson("GET", `/api/v1/users/${uuid}/history`);

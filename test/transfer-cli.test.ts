@@ -43,7 +43,7 @@ describe("round trip", () => {
     // The seed names gallery images that were never uploaded: a migration brings records before files.
     const r = await cli(a, ["import", "articles", seedFile, "--json", "--allow-missing-files"]);
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout).stats).toEqual({ imported: 5, errors: 0, created: 5, updated: 0, total: 5 });
+    expect(JSON.parse(r.stdout).stats).toEqual({ imported: 5, errors: 0, created: 5, updated: 0, total: 5, matched: {} });
     const original = await exportJson(a);
     expect(original["r-1"]._created).toBe(1_000_000_000);
     expect(original["r-1"].secret).toBeUndefined();
@@ -61,12 +61,12 @@ describe("round trip", () => {
       expect(i.code).toBe(0);
       const result = JSON.parse(i.stdout);
       expect(result).toMatchObject({ format, resource_created: format === "json" });
-      expect(result.stats).toEqual({ imported: 5, errors: 0, created: 5, updated: 0, total: 5 });
+      expect(result.stats).toEqual({ imported: 5, errors: 0, created: 5, updated: 0, total: 5, matched: {} });
       expect(comparable(await exportJson(b))).toEqual(comparable(original));
       if (format === "json") expect(JSON.parse(readFileSync(join(b, "resources", "articles.json"), "utf8"))).toEqual(articles);
       // Imported again: every row finds its record by uuid.
       const again = await cli(b, ["import", "articles", out, "--json", "--allow-missing-files"]);
-      expect(JSON.parse(again.stdout).stats).toEqual({ imported: 5, errors: 0, created: 0, updated: 5, total: 5 });
+      expect(JSON.parse(again.stdout).stats).toEqual({ imported: 5, errors: 0, created: 0, updated: 5, total: 5, matched: { uuid: 5 } });
     }
   }, 60_000);
 });
@@ -86,11 +86,16 @@ describe("resd import", () => {
     expect(r.stderr).toBe("");
   });
 
-  test("rejected rows are listed on stderr; exit 0 without --strict", async () => {
+  test("rejected rows are listed on stderr; the others are written; exit 3, or 0 with --allow-errors", async () => {
     const r = await cli(d, ["import", "articles", file("some-bad.csv", "title,year\nFine,1\nBad,x\n")]);
-    expect(r.code).toBe(0);
+    expect(r.code).toBe(3);
     expect(r.stderr).toContain("row 2 year: must be a number");
     expect(r.stdout).toContain("rejected 1, total 2");
+    expect(Object.values(await exportJson(d)).some((x) => x.title === "Fine")).toBe(true);
+    const allowed = await cli(d, ["import", "articles", file("some-bad2.csv", "title,year\nFine2,1\nBad2,x\n"), "--allow-errors"]);
+    expect(allowed.code).toBe(0);
+    expect(allowed.stdout).toContain("rejected 1, total 2");
+    expect((await cli(d, ["import", "articles", file("both.csv", "title\nx\n"), "--allow-errors", "--strict"])).code).toBe(2);
   });
 
   test("--strict: a rejected row means nothing written and exit 3", async () => {
@@ -98,7 +103,7 @@ describe("resd import", () => {
     expect(r.code).toBe(3);
     const out = JSON.parse(r.stdout);
     expect(out.rolled_back).toBe(true);
-    expect(out.stats).toEqual({ imported: 0, errors: 1, created: 0, updated: 0, total: 2 });
+    expect(out.stats).toEqual({ imported: 0, errors: 1, created: 0, updated: 0, total: 2, matched: {} });
     expect(out.errors_detail).toEqual([{ row: 2, field: "year", reason: "must be a number" }]);
     const all = await exportJson(d);
     expect(Object.values(all).some((x) => x.title === "StrictGood")).toBe(false);

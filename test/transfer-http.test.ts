@@ -20,7 +20,7 @@ const list = async (resource: string) => (await s.apiJson("GET", `/api/v1/${reso
 
 describe("export", () => {
   test("csv: download name, header with uuid, system fields and every visible field; hidden and encrypted absent", async () => {
-    await s.apiJson("POST", "/api/v1/articles", { uuid: "exp-1", title: "Visible", secret: "s3cret", pin: "1234", code: "E1" });
+    await s.apiJson("POST", "/api/v1/articles", { uuid: "exp-1", title: "Visible", secret: "s3cret-long-1", pin: "1234", code: "E1" });
     const res = await s.api("GET", "/api/v1/articles/export?format=csv");
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toStartWith("text/csv");
@@ -30,7 +30,7 @@ describe("export", () => {
     const [header] = text.split("\r\n");
     expect(header).toBe("uuid,_created,_modified,_created_by,_modified_by,title,body,summary,year,published,tags,label,gallery,lat,lng,code");
     expect(text).toContain("exp-1");
-    expect(text).not.toContain("s3cret");
+    expect(text).not.toContain("s3cret-long-1");
     expect(text).not.toContain("1234");
   });
 
@@ -62,7 +62,7 @@ describe("import", () => {
     const r = await upload("/api/v1/articles/import", csv, "rows.csv");
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ code: 200, success: true, status: "ok", format: "csv" });
-    expect(r.body.stats).toEqual({ imported: 2, errors: 2, created: 2, updated: 0, total: 4 });
+    expect(r.body.stats).toEqual({ imported: 2, errors: 2, created: 2, updated: 0, total: 4, matched: {} });
     expect(r.body.errors_detail).toEqual([
       { row: 2, field: "title", reason: "is required" },
       { row: 3, field: "year", reason: "must be a number" },
@@ -80,7 +80,7 @@ describe("import", () => {
       { title: "Taken", code: "E1" },
     ];
     const r = await upload("/api/v1/articles/import", JSON.stringify(rows), "rows.json");
-    expect(r.body.stats).toEqual({ imported: 1, errors: 2, created: 1, updated: 0, total: 3 });
+    expect(r.body.stats).toEqual({ imported: 1, errors: 2, created: 1, updated: 0, total: 3, matched: {} });
     expect(r.body.errors_detail.map((e: any) => [e.row, e.field])).toEqual([[2, "code"], [3, "code"]]);
     const rec = Object.values(await list("articles")).find((x) => x.title === "Rules")!;
     expect(rec.body).toBe("<p>ok</p>");
@@ -100,7 +100,7 @@ describe("import", () => {
       ",C-9,Date,5", // matches the record the row above created
     ].join("\n");
     const r = await upload("/api/v1/items/import", csv, "items.csv");
-    expect(r.body.stats).toEqual({ imported: 5, errors: 0, created: 1, updated: 4, total: 5 });
+    expect(r.body.stats).toEqual({ imported: 5, errors: 0, created: 1, updated: 4, total: 5, matched: { uuid: 1, name: 1, id: 2 } });
     const recs = await list("items");
     expect(recs.i1).toMatchObject({ id: "A-1", name: "Cherry", qty: 10 });
     expect(recs.i2).toMatchObject({ id: "B-2", name: "Banana", qty: 20 });
@@ -137,7 +137,7 @@ describe("import", () => {
     const before = Object.keys(await list("items")).length;
     const r = await upload("/api/v1/items/import?strict=1", "name,qty\nGood,1\nBad,x\n", "x.csv");
     expect(r.status).toBe(422);
-    expect(r.body.stats).toEqual({ imported: 0, errors: 1, created: 0, updated: 0, total: 2 });
+    expect(r.body.stats).toEqual({ imported: 0, errors: 1, created: 0, updated: 0, total: 2, matched: {} });
     expect(Object.keys(await list("items")).length).toBe(before);
   });
 
@@ -172,7 +172,7 @@ describe("import", () => {
     expect(r.status).toBe(200);
     expect(r.body.resource_created).toBe(true);
     const n = Object.keys(JSON.parse(exported)).length - 1;
-    expect(r.body.stats).toEqual({ imported: n, errors: 0, created: n, updated: 0, total: n });
+    expect(r.body.stats).toEqual({ imported: n, errors: 0, created: n, updated: 0, total: n, matched: {} });
     const file = join(s.dir, "resources", "stock.json");
     expect(existsSync(file)).toBe(true);
     expect(JSON.parse(readFileSync(file, "utf8"))).toEqual(items);

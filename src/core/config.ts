@@ -34,6 +34,7 @@ export const SETTINGS = {
   tokenTtl: { env: "RESD_TOKEN_TTL", default: 600, parse: int(1), help: "bearer token lifetime in seconds after the last renewal" } as Spec<number>,
   sessionTtl: { env: "RESD_SESSION_TTL", default: 14 * 24 * 3600, parse: int(1), help: "session lifetime in seconds after the last use" } as Spec<number>,
   loginMaxFailures: { env: "RESD_LOGIN_MAX_FAILURES", default: 5, parse: int(1, 1000), help: "failed logins of one account before further attempts are refused (429)" } as Spec<number>,
+  passwordMinLength: { env: "RESD_PASSWORD_MIN_LENGTH", default: 10, parse: int(1, 1024), help: "fewest characters a password may have, however it is set (API, import, CLI); 422 / exit 2 below it" } as Spec<number>,
   loginLock: { env: "RESD_LOGIN_LOCK", default: 60, parse: int(1, 86400), help: "seconds an account is locked after too many failed logins; doubles per further failure, at most one hour" } as Spec<number>,
   maxLimit: { env: "RESD_MAX_LIMIT", default: 0, parse: int(0), help: "largest `limit` a list accepts (0 = no maximum)" } as Spec<number>,
   cacheMaxBytes: { env: "RESD_CACHE_MAX_BYTES", default: 64 * 1024 * 1024, parse: int(0), help: "bytes of list pages and totals kept in memory between writes (0 = no cache)" } as Spec<number>,

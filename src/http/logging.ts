@@ -48,10 +48,13 @@ export function flushLogs(): Promise<void> {
   return Promise.all(writes).then(() => undefined);
 }
 
-/** A service message (start, shutdown) in the log's format. */
-export function logEvent(message: string, fields: Record<string, string | number> = {}) {
-  if (format === "json") emit("out", JSON.stringify({ time: new Date().toISOString(), level: "info", msg: message, ...fields }));
-  else emit("out", `${new Date().toISOString()} ${message}${Object.entries(fields).map(([k, v]) => ` ${k}=${clean(String(v))}`).join("")}`);
+export type LogLevel = "info" | "error";
+
+/** A service message (start, shutdown, reload) in the log's format; errors go to stderr. */
+export function logEvent(message: string, fields: Record<string, string | number> = {}, level: LogLevel = "info") {
+  const to = level === "error" ? "err" : "out";
+  if (format === "json") emit(to, JSON.stringify({ time: new Date().toISOString(), level, msg: message, ...fields }));
+  else emit(to, `${new Date().toISOString()} ${level === "error" ? "ERROR " : ""}${message}${Object.entries(fields).map(([k, v]) => ` ${k}=${clean(String(v))}`).join("")}`);
 }
 
 // Formatting a date costs more than the rest of a log line: reuse it within the same millisecond.

@@ -199,6 +199,11 @@ function resourcePaths(p: Principal, def: ResourceDef, paths: Record<string, Pat
   if (may("import")) {
     paths[`/api/v1/${r}/import`] = { post: {
       tags, summary: `Import into ${r}`, operationId: `${r}.import`,
+      parameters: [
+        { name: "match", in: "query", required: false, description: "how a row finds the record it updates: uuid, none (only create), a unique field, or default (uuid, then id, name, title)", schema: { type: "string" } },
+        { name: "strict", in: "query", required: false, description: "1: all or nothing (422 when a row is rejected)", schema: { type: "string", enum: ["1", "true", "yes", "0", "false", "no"] } },
+        { name: "missing_files", in: "query", required: false, description: "allow: image/file values need not name an uploaded file yet", schema: { type: "string", enum: ["allow"] } },
+      ],
       requestBody: { required: true, content: { "multipart/form-data": { schema: { type: "object", properties: { file: { type: "string", format: "binary" } }, required: ["file"] } } } },
       responses: { "200": { description: "import statistics and the rows that failed", content: { "application/json": { schema: { allOf: [ref("Envelope"), { type: "object", properties: {
         stats: ref("ImportStats"),
@@ -355,7 +360,10 @@ export function buildOpenApi(site: Site, p: Principal, serverUrl: string, opts: 
       required: ["code", "success", "status", "message", "request_id"],
     },
     Token: { type: "object", properties: { token: { type: "string" }, token_created: { type: "integer" }, token_expires: { type: "integer" } }, required: ["token", "token_created", "token_expires"] },
-    ImportStats: { type: "object", properties: Object.fromEntries(["imported", "errors", "created", "updated", "total"].map((k) => [k, { type: "integer" }])) },
+    ImportStats: { type: "object", properties: {
+      ...Object.fromEntries(["imported", "errors", "created", "updated", "total"].map((k) => [k, { type: "integer" }])),
+      matched: { type: "object", description: "updated rows per key that found their record (uuid, id, name, title or the match field)", additionalProperties: { type: "integer" } },
+    }, required: ["imported", "errors", "created", "updated", "total", "matched"] },
     HistoryEntry: { type: "object", properties: { id: { type: "integer" }, action: { type: "string", enum: ["create", "update", "delete", "restore"] }, at: { type: "integer", description: "milliseconds since the epoch" }, user: { type: "string", nullable: true }, record: { type: "object" } } },
     FileMeta: { type: "object", properties: { uuid: { type: "string" }, name: { type: "string" }, title: { type: "string" }, type: { type: "string" }, size: { type: "integer" }, width: { type: "integer" }, height: { type: "integer" }, orientation: { type: "string" } } },
   };

@@ -47,7 +47,7 @@ async function importRoute(c: Ctx, resource: string): Promise<Response> {
   const upload = await spoolFilePart(c.site, c.request);
   let r: Awaited<ReturnType<typeof importRecords>>;
   try {
-    r = await importRecords(c.site, p, resource, upload.file, { name: upload.name, strict, allowMissingFiles });
+    r = await importRecords(c.site, p, resource, upload.file, { name: upload.name, strict, allowMissingFiles, match: c.url().searchParams.get("match") ?? undefined });
   } finally {
     upload.remove();
   }

@@ -49,6 +49,8 @@ export type Server = {
   base: string;
   proc: Subprocess;
   output: () => string;
+  /** What the server wrote to stderr only. */
+  errors: () => string;
   stop: () => Promise<number>;
 };
 
@@ -81,6 +83,7 @@ export async function serve(dir: string, opts: { env?: Record<string, string>; a
     base,
     proc,
     output: () => out + err,
+    errors: () => err,
     stop: async () => {
       proc.kill("SIGTERM");
       const t = setTimeout(() => proc.kill("SIGKILL"), 8000);

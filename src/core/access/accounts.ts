@@ -72,13 +72,16 @@ async function userUuid(site: Site, email: string): Promise<string> {
   return user.uuid;
 }
 
-export type UserSummary = { uuid: string; email: string; name: string | null; role: string | null; api: boolean };
+/** `role` is the role's uuid as stored; `role_name` its current name (null when the role is gone). */
+export type UserSummary = { uuid: string; email: string; name: string | null; role: string | null; role_name: string | null; api: boolean };
 
 export async function listUsers(site: Site): Promise<UserSummary[]> {
+  const names = new Map((await listRoles(site)).map((r) => [r.uuid, r.name]));
   const out: UserSummary[] = [];
-  for await (const row of site.store.stream("users", { where: "", args: [], orderBy: "ORDER BY id", limit: null, offset: 0 })) {
+  for await (const row of site.store.stream("users", everyRow)) {
     const d = JSON.parse(row.data) as { email?: string; name?: string; role?: string; api?: boolean };
-    out.push({ uuid: row.uuid, email: d.email ?? "", name: d.name ?? null, role: d.role ?? null, api: d.api === true });
+    const role = d.role ?? null;
+    out.push({ uuid: row.uuid, email: d.email ?? "", name: d.name ?? null, role, role_name: role === null ? null : names.get(role) ?? null, api: d.api === true });
   }
   return out;
 }
@@ -101,4 +104,58 @@ export async function tokenForEmail(site: Site, email: string): Promise<IssuedTo
   if (!user) throw notFound(`no user with e-mail ${email}`);
   if (user.api !== true) throw new AppError(403, "ACCESS_DENIED", `${email} has no API access (switch it on with: resd user api ${email} --on)`);
   return issueToken(site, user);
+}
+
+export type RoleSummary = { uuid: string; name: string; permissions: string[] };
+
+export async function listRoles(site: Site): Promise<RoleSummary[]> {
+  const out: RoleSummary[] = [];
+  for await (const row of site.store.stream("roles", everyRow)) {
+    const d = JSON.parse(row.data) as { name?: string; permissions?: string[] };
+    out.push({ uuid: row.uuid, name: d.name ?? "", permissions: d.permissions ?? [] });
+  }
+  return out;
+}
+
+async function roleByName(site: Site, name: string) {
+  const row = (await site.store.findBy("roles", "name", name)) ?? (await site.store.get("roles", name));
+  if (!row) throw notFound(`no role named ${name}`);
+  return row;
+}
+
+const roleSummary = (row: StoredRecord): RoleSummary => {
+  const d = JSON.parse(row.data) as { name?: string; permissions?: string[] };
+  return { uuid: row.uuid, name: d.name ?? "", permissions: d.permissions ?? [] };
+};
+
+/** Creates a role; the same account guard as an API write decides (SYSTEM may do anything). */
+export async function addRole(site: Site, name: string, permissions: string[], by: Principal = SYSTEM): Promise<RoleSummary> {
+  const { row } = await createRecord(site, by, "roles", { name, permissions });
+  return roleSummary(row);
+}
+
+/** Replaces a role's permissions (its users' tokens and sessions follow at once). */
+export async function setRolePermissions(site: Site, name: string, permissions: string[], by: Principal = SYSTEM): Promise<RoleSummary> {
+  const { row } = await updateRecord(site, by, "roles", (await roleByName(site, name)).uuid, { permissions });
+  return roleSummary(row);
+}
+
+/** Users holding the role (by uuid). */
+export async function roleHolders(site: Site, name: string): Promise<UserSummary[]> {
+  const uuid = (await roleByName(site, name)).uuid;
+  return (await listUsers(site)).filter((u) => u.role === uuid);
+}
+
+export async function removeRole(site: Site, name: string, by: Principal = SYSTEM): Promise<void> {
+  await deleteRecord(site, by, "roles", (await roleByName(site, name)).uuid);
+}
+
+const RESOURCE_PERMISSION = /^(view|create|edit|delete|import|export|manage)-(.+)$/;
+
+/** Permissions that name a resource this site does not have (most likely a typo); they grant nothing today. */
+export function unknownResourcePermissions(site: Site, permissions: string[]): string[] {
+  return permissions.filter((p) => {
+    const m = RESOURCE_PERMISSION.exec(p);
+    return m !== null && !site.defs.has(m[2]) && m[2] !== ".files";
+  });
 }

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import type { Site } from "../site";
 import type { SchemaChange } from "../store/types";
 
-export type WatchLog = (message: string, fields: Record<string, string | number>) => void;
+export type WatchLog = (message: string, fields: Record<string, string | number>, level?: "info" | "error") => void;
 
 export function watchDefinitions(site: Site, log: WatchLog, quietMs = 250): () => void {
   const folder = join(site.config.dir, "resources");
@@ -23,7 +23,7 @@ export function watchDefinitions(site: Site, log: WatchLog, quietMs = 250): () =
         log("definitions reloaded", { resources: site.defs.size, changes: changes.map((c) => `${c.resource}: ${c.action} ${c.detail}`).join("; ") || "none" });
       } catch (e) {
         site.reloadFailure = { message: (e as Error).message, at: Date.now() };
-        log("definitions not reloaded; the previous ones stay in force", { error: (e as Error).message });
+        log("definitions not reloaded; the previous ones stay in force", { error: (e as Error).message }, "error");
       }
     });
   };

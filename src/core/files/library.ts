@@ -51,7 +51,7 @@ export async function updateFile(site: Site, p: Principal, uuid: string, body: u
   if (Object.keys(errors).length) throw new AppError(422, "INVALID_DATA", "only title and name can be changed", { errors });
   if (typeof input.name === "string") input.name = cleanFileName(input.name);
   await findFile(site, uuid);
-  const values = await prepareValues(site.store, def, input, "update", uuid);
+  const values = await prepareValues(site.store, def, input, "update", uuid, { passwordMinLength: site.config.passwordMinLength });
   return site.store.transaction(async (tx) => {
     const current = await tx.get(META, uuid);
     if (!current) throw notFound(`file ${uuid} does not exist`);

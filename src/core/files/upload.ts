@@ -81,7 +81,7 @@ export async function commitUpload(site: Site, p: Principal, staged: Staged, fie
       }
       const name = cleanFileName(fields.name);
       const type = detectType(staged.head, fields.claimedType, name);
-      const values = await prepareValues(site.store, def, { name, title: fields.title ?? "", type, size: staged.size }, "create", uuid);
+      const values = await prepareValues(site.store, def, { name, title: fields.title ?? "", type, size: staged.size }, "create", uuid, { passwordMinLength: site.config.passwordMinLength });
       await staged.writer.commit(key);
       try {
         const info = await imageInfo(files.blobs.localPath(key) ?? (await (await files.blobs.get(key))!.bytes()), type);

@@ -58,9 +58,13 @@ function cleanHtmlIn(def: ResourceDef, f: FieldDef, v: unknown): unknown {
  * Checks the given fields of a create or update and returns the values to store.
  * `uuid` is the record being written (excluded from unique checks).
  */
-export type PrepareOptions = { allowMissingFiles?: boolean };
+export type PrepareOptions = {
+  /** Fewest characters of a password field's new value (RESD_PASSWORD_MIN_LENGTH). */
+  passwordMinLength: number;
+  allowMissingFiles?: boolean;
+};
 
-export async function prepareValues(store: Store, def: ResourceDef, input: Values, mode: "create" | "update", uuid: string, opts: PrepareOptions = {}): Promise<Values> {
+export async function prepareValues(store: Store, def: ResourceDef, input: Values, mode: "create" | "update", uuid: string, opts: PrepareOptions): Promise<Values> {
   const errors: FieldErrors = Object.create(null); // a key such as __proto__ must stay a key
   const out: Values = Object.create(null);
   for (const [name, raw] of Object.entries(input)) {
@@ -69,6 +73,9 @@ export async function prepareValues(store: Store, def: ResourceDef, input: Value
     const r = checkField(def, name, raw);
     if (!r.ok) { errors[`${name}${r.at ?? ""}`] = r.error; continue; }
     out[name] = r.value;
+    if (def.fields[name].type === "password" && typeof r.value === "string" && r.value !== "" && [...r.value].length < opts.passwordMinLength) {
+      errors[name] = `must be at least ${opts.passwordMinLength} characters`;
+    }
   }
   for (const [name, f] of Object.entries(def.fields)) {
     const given = Object.prototype.hasOwnProperty.call(out, name);

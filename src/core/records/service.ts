@@ -112,7 +112,7 @@ export async function createRecord(site: Site, p: Principal, resource: string, b
   const uuid = given === undefined ? crypto.randomUUID() : checkUuid(given);
   // A generated uuid cannot exist; a given one is checked early so that a conflict skips the work.
   if (given !== undefined && (await site.store.get(resource, uuid))) throw conflict(`${resource}/${uuid} already exists`);
-  const values = await prepareValues(site.store, def, input, "create", uuid);
+  const values = await prepareValues(site.store, def, input, "create", uuid, { passwordMinLength: site.config.passwordMinLength });
   const row = await site.store.transaction((tx) => insertPrepared(site, tx, def, uuid, values, actor(p, "create")));
   return { def, row };
 }
@@ -122,7 +122,7 @@ async function prepareUpdate(site: Site, def: ResourceDef, uuid: string, body: u
   const input = asObject(body, `the fields of ${uuid}`);
   const existing = await site.store.get(def.name, uuid);
   if (!existing && !def.upsert) throw notFound(`${def.name}/${uuid} does not exist`);
-  const values = await prepareValues(site.store, def, input, existing ? "update" : "create", uuid);
+  const values = await prepareValues(site.store, def, input, existing ? "update" : "create", uuid, { passwordMinLength: site.config.passwordMinLength });
   return { uuid, values, create: !existing };
 }
 

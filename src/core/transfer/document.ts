@@ -109,7 +109,7 @@ async function check(site: Site, def: ResourceDef, answer: Record<string, unknow
       continue;
     }
     try {
-      const out = await prepareValues(site.store, def, { [name]: value }, "update", uuid);
+      const out = await prepareValues(site.store, def, { [name]: value }, "update", uuid, { passwordMinLength: site.config.passwordMinLength });
       proposal[name] = out[name];
     } catch (e) {
       if (!(e instanceof AppError) || e.status !== 422) throw e;

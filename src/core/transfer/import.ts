@@ -23,11 +23,15 @@ import { actor, writers } from "../records/service";
 import type { Site } from "../site";
 import type { StoreTx } from "../store/types";
 import type { Format } from "./format";
-import { MatchIndex, matchKeys, type MatchKey } from "./match";
+import { MatchIndex, matchKeys, parseMatchRule, type MatchKey, type MatchRule } from "./match";
 import { openSource, type SourceRow } from "./source";
 import { Spool, type SpoolEntry } from "./spool";
 
-export type ImportStats = { imported: number; errors: number; created: number; updated: number; total: number };
+export type ImportStats = {
+  imported: number; errors: number; created: number; updated: number; total: number;
+  /** Updated rows per the key that found their record (uuid, id, name, title or the --match field). */
+  matched: Record<string, number>;
+};
 /** One reason a row was rejected. `field` is null when the row as a whole is the problem. */
 export type RowError = { row: number; field: string | null; reason: string; uuid?: string };
 export type ImportResult = {
@@ -48,6 +52,8 @@ export type ImportOptions = {
   strict?: boolean;
   /** Bring records before their files: image/file values need not name an uploaded file yet. */
   allowMissingFiles?: boolean;
+  /** How rows find the record they update: `uuid`, `none`, `default` or a unique field (see match.ts). */
+  match?: string;
   onProgress?: (p: ImportProgress) => void;
 };
 
@@ -58,32 +64,37 @@ const YIELD_EVERY = 2000;
 
 class StrictRollback extends Error {}
 
+type Written = { created: number; updated: number; matched: Record<string, number> };
+const nothingWritten = (): Written => ({ created: 0, updated: 0, matched: {} });
+
 export async function importRecords(site: Site, p: Principal, resource: string, file: Blob, opts: ImportOptions = {}): Promise<ImportResult> {
   authorize(p, resource, "import");
   const progress = { phase: "read" as "read" | "write", rows: 0, bytes: 0, totalBytes: file.size, toWrite: 0 };
   const source = await openSource(file, opts.name ?? "", progress);
   const created = !site.defs.has(resource) && source.meta !== null;
   const def = created ? await defineFromMeta(site, resource, source.meta as DefinitionFile) : site.resource(resource);
+  const rule = parseMatchRule(def, opts.match);
   const report = new Report();
   const spool = new Spool(join(site.config.dir, "data"));
   try {
-    await readPhase(site, p, def, source.rows(def), source.format, spool, report, () => opts.onProgress?.({ ...progress, rows: report.total }), { allowMissingFiles: opts.allowMissingFiles });
+    const prep: PrepareOptions = { passwordMinLength: site.config.passwordMinLength, allowMissingFiles: opts.allowMissingFiles };
+    await readPhase(site, def, rule, source.rows(def), source.format, spool, report, () => opts.onProgress?.({ ...progress, rows: report.total }), prep);
     await spool.finish();
-    const result = (w: { created: number; updated: number }, rolledBack: boolean): ImportResult => ({
-      stats: { imported: w.created + w.updated, errors: report.errors, created: w.created, updated: w.updated, total: report.total },
+    const result = (w: Written, rolledBack: boolean): ImportResult => ({
+      stats: { imported: w.created + w.updated, errors: report.errors, created: w.created, updated: w.updated, total: report.total, matched: w.matched },
       errors_detail: report.detail.sort((a, b) => a.row - b.row),
       format: source.format,
       resource_created: created,
       rolled_back: rolledBack,
     });
-    if (opts.strict && report.errors > 0) return result({ created: 0, updated: 0 }, true);
+    if (opts.strict && report.errors > 0) return result(nothingWritten(), true);
     progress.phase = "write";
     progress.toWrite = spool.count;
     try {
-      const w = await writePhase(site, p, def, spool, report, !!opts.strict, (rows) => opts.onProgress?.({ ...progress, rows }));
+      const w = await writePhase(site, p, def, rule, spool, report, !!opts.strict, (rows) => opts.onProgress?.({ ...progress, rows }));
       return result(w, false);
     } catch (e) {
-      if (e instanceof StrictRollback) return result({ created: 0, updated: 0 }, true);
+      if (e instanceof StrictRollback) return result(nothingWritten(), true);
       throw e;
     }
   } finally {
@@ -130,11 +141,13 @@ function problemsOf(e: AppError): { field: string | null; reason: string }[] {
 type Outcome = SpoolEntry | AppError | { fatal: unknown };
 type Planned = { row: number; keys: MatchKey[]; given: string | null; work: Promise<Outcome> };
 
+const NO_MATCH_TAKEN = "a record with this uuid exists, and match is none (rows only create)";
+
 /**
  * Phase 1. Rows are matched in file order, then prepared up to WINDOW at a time. A row that shares
  * a match key with a row still in the window waits for it, so every row sees the rows before it.
  */
-async function readPhase(site: Site, p: Principal, def: ResourceDef, rows: AsyncIterable<SourceRow>, format: Format, spool: Spool, report: Report, tick: () => void, prep: PrepareOptions) {
+async function readPhase(site: Site, def: ResourceDef, rule: MatchRule, rows: AsyncIterable<SourceRow>, format: Format, spool: Spool, report: Report, tick: () => void, prep: PrepareOptions) {
   const index = new MatchIndex(site.store, def);
   let window: Planned[] = [];
   let windowKeys = new Set<string>();
@@ -163,11 +176,15 @@ async function readPhase(site: Site, p: Principal, def: ResourceDef, rows: Async
       report.reject(r.row, problemsOf(head));
       continue;
     }
-    const keys = matchKeys(def, r.values);
+    const keys = matchKeys(def, r.values, rule);
     if (window.length >= WINDOW || keys.some((k) => windowKeys.has(k.key)) || (head.uuid !== null && windowKeys.has(head.uuid))) await flush();
-    const target = await index.find(head.uuid, keys);
-    const uuid = target ?? head.uuid ?? crypto.randomUUID();
-    const work = prepareRow(site, def, r, format, target !== null, uuid, head.created, prep).catch((e: unknown): Outcome =>
+    const target = rule.by === "none" ? null : await index.find(head.uuid, keys);
+    if (rule.by === "none" && head.uuid !== null && (await site.store.get(def.name, head.uuid))) {
+      report.reject(r.row, [{ field: "uuid", reason: NO_MATCH_TAKEN }], head.uuid);
+      continue;
+    }
+    const uuid = target?.uuid ?? head.uuid ?? crypto.randomUUID();
+    const work = prepareRow(site, def, r, format, target, uuid, head.created, prep).catch((e: unknown): Outcome =>
       e instanceof AppError && (e.status === 400 || e.status === 422) ? e : { fatal: e });
     window.push({ row: r.row, keys, given: head.uuid, work });
     for (const k of keys) windowKeys.add(k.key);
@@ -199,8 +216,9 @@ function readSystemFields(r: SourceRow): { uuid: string | null; created: number 
   return { uuid, created };
 }
 
-async function prepareRow(site: Site, def: ResourceDef, r: SourceRow, format: Format, update: boolean, uuid: string, created: number | null, prep: PrepareOptions): Promise<SpoolEntry> {
-  let input: Values = {};
+async function prepareRow(site: Site, def: ResourceDef, r: SourceRow, format: Format, target: { by: string } | null, uuid: string, created: number | null, prep: PrepareOptions): Promise<SpoolEntry> {
+  const update = target !== null;
+  const input: Values = {};
   for (const [k, v] of Object.entries(r.values)) {
     if (isSystemField(k)) continue;
     // An empty csv cell is "no value": a new record leaves the field out, an update clears it.
@@ -208,7 +226,7 @@ async function prepareRow(site: Site, def: ResourceDef, r: SourceRow, format: Fo
     input[k] = v;
   }
   const values = await prepareValues(site.store, def, input, update ? "update" : "create", uuid, prep);
-  return { row: r.row, kind: update ? "u" : "c", uuid, created: update ? null : created, values };
+  return { row: r.row, kind: update ? "u" : "c", by: target?.by ?? "", uuid, created: update ? null : created, values };
 }
 
 /** Remembers whether the record's own insert or update failed (a constraint), as opposed to a hook. */
@@ -232,10 +250,10 @@ function trackWrites(tx: StoreTx, resource: string) {
 }
 
 /** Phase 2: one transaction; a row whose own write breaks a constraint is rejected alone. */
-async function writePhase(site: Site, p: Principal, def: ResourceDef, spool: Spool, report: Report, strict: boolean, tick: (rows: number) => void) {
+async function writePhase(site: Site, p: Principal, def: ResourceDef, rule: MatchRule, spool: Spool, report: Report, strict: boolean, tick: (rows: number) => void): Promise<Written> {
   return site.store.transaction(async (outer) => {
     const { tx, state } = trackWrites(outer, def.name);
-    const counts = { created: 0, updated: 0 };
+    const counts = nothingWritten();
     // Every row passes the same account guard as an API write of it, inside this transaction.
     const by = actor(p, "import");
     let n = 0;
@@ -247,9 +265,14 @@ async function writePhase(site: Site, p: Principal, def: ResourceDef, spool: Spo
       state.failed = null;
       try {
         const current = await tx.get(def.name, e.uuid);
-        if (current) {
+        if (current && e.kind === "c" && rule.by === "none") {
+          // An earlier row of this file created the uuid: with match none, nothing merges.
+          report.reject(e.row, [{ field: "uuid", reason: NO_MATCH_TAKEN }], e.uuid);
+        } else if (current) {
           await writers.updatePrepared(site, tx, def, current, e.values, by);
           counts.updated++;
+          const key = e.by || "uuid";
+          counts.matched[key] = (counts.matched[key] ?? 0) + 1;
         } else if (e.kind === "c") {
           await writers.insertPrepared(site, tx, def, e.uuid, e.values, by, "create", e.created ?? undefined);
           counts.created++;

@@ -1,11 +1,13 @@
 /**
- * Finds the record an import row updates (spec, import rule): the one whose `uuid` matches,
- * otherwise the one whose `id`, `name` or `title` matches, tried in that order. For a row without a
- * uuid, records written by earlier rows of the same file count too, so a file that names one title
- * twice updates the record its first row created.
+ * Finds the record an import row updates. By default (spec, import rule) the one whose `uuid`
+ * matches, otherwise the one whose `id`, `name` or `title` matches, tried in that order. The
+ * importer may narrow that: `uuid` only, one unique field (after the uuid), or nothing at all
+ * (every row creates). For a row without a uuid, records written by earlier rows of the same file
+ * count too, so a file that names one title twice updates the record its first row created.
  */
 import type { ResourceDef } from "../definitions/types";
 import type { Store, StoredRecord } from "../store/types";
+import { badRequest } from "../errors";
 import { checkField } from "../validation/fields";
 import { escapeShortcodes } from "../validation/shortcodes";
 import { KeyTable } from "./keytable";
@@ -17,10 +19,25 @@ export type MatchKey = { field: string; value: string | number; key: string };
 
 const keyOf = (field: string, value: unknown) => `${field}\u0000${typeof value}\u0000${String(value)}`;
 
-/** The row's candidate keys, in match order: its value for id, name and title, as they would be stored. */
-export function matchKeys(def: ResourceDef, values: Record<string, unknown>): MatchKey[] {
+/** How rows find the record they update: the spec's default, uuid only, uuid then one unique field, or never. */
+export type MatchRule = { by: "default" } | { by: "uuid" } | { by: "field"; field: string } | { by: "none" };
+
+/** Reads `uuid`, `none`, `default` or a field name (CLI --match, HTTP ?match=); a field must be unique. */
+export function parseMatchRule(def: ResourceDef, raw: string | undefined | null): MatchRule {
+  if (raw === undefined || raw === null || raw === "" || raw === "default") return { by: "default" };
+  if (raw === "uuid" || raw === "none") return { by: raw };
+  const f = def.fields[raw];
+  if (!f || def.hidden.has(raw)) throw badRequest(`match: "${raw}" is not a field of ${def.name} (give uuid, none, default or a unique field)`);
+  if (!def.unique.includes(raw) || f.i18n) throw badRequest(`match: "${raw}" is not a unique field of ${def.name}; only a unique field identifies one record`);
+  return { by: "field", field: raw };
+}
+
+const fieldsOf = (rule: MatchRule): readonly string[] => (rule.by === "default" ? MATCH_FIELDS : rule.by === "field" ? [rule.field] : []);
+
+/** The row's candidate keys, in match order: its value for each field the rule names, as it would be stored. */
+export function matchKeys(def: ResourceDef, values: Record<string, unknown>, rule: MatchRule = { by: "default" }): MatchKey[] {
   const out: MatchKey[] = [];
-  for (const field of MATCH_FIELDS) {
+  for (const field of fieldsOf(rule)) {
     if (!def.fields[field] || def.hidden.has(field)) continue;
     const raw = values[field];
     if (raw === null || raw === undefined || raw === "") continue;
@@ -44,16 +61,16 @@ export class MatchIndex {
     return this.def.unique.includes(field) || this.def.indexes.some((cols) => cols.length >= 1 && cols[0] === field);
   }
 
-  /** The uuid of the record the row updates, or null when the row creates one. */
-  async find(uuid: string | null, keys: MatchKey[]): Promise<string | null> {
+  /** The record the row updates and the key that found it, or null when the row creates one. */
+  async find(uuid: string | null, keys: MatchKey[]): Promise<{ uuid: string; by: string } | null> {
     // A uuid repeated within the file is not remembered here (that would hold every uuid in
     // memory): the write phase sees the earlier row's record and turns the create into an update.
-    if (uuid !== null && (await this.store.get(this.def.name, uuid))) return uuid;
+    if (uuid !== null && (await this.store.get(this.def.name, uuid))) return { uuid, by: "uuid" };
     for (const k of keys) {
       // A row with a uuid of its own is a different record from the file's other rows: it may
       // match a record that existed before, never one this file created (exact round trips).
       const hit = (uuid === null ? this.seen.get(k.key) : undefined) ?? (await this.existing(k));
-      if (hit) return hit;
+      if (hit) return { uuid: hit, by: k.field };
     }
     return null;
   }

@@ -91,9 +91,24 @@ async function* delimitedRows(file: Blob, format: Exclude<Format, "json">, def: 
   let carry = "";
   let columns: string[] | null = null;
   let row = 0;
+  let newline: "\r\n" | "\n" | "\r" = "\n";
+  // Line breaks before the text being parsed, so that a quoting error can name its line.
+  let linesBefore = 0;
   const rowsOf = (text: string, last: boolean): SourceRow[] => {
-    parser ??= new Papa.Parser({ delimiter: DELIMITER[format], newline: lineEnding(text) });
-    const res = parser.parse(text, 0, !last) as { data: string[][]; meta: { cursor: number } };
+    if (!parser) {
+      newline = lineEnding(text);
+      parser = new Papa.Parser({ delimiter: DELIMITER[format], newline });
+    }
+    const res = parser.parse(text, 0, !last) as { data: string[][]; errors: { code: string; index: number }[]; meta: { cursor: number } };
+    const quoting = res.errors.find((e) => e.code === "MissingQuotes" || e.code === "InvalidQuotes");
+    if (quoting) {
+      // The rest of the file would be read as one value: no row after this point can be trusted.
+      const line = linesBefore + countBreaks(text, newline, quoting.index) + 1;
+      throw badRequest(quoting.code === "MissingQuotes"
+        ? `line ${line}: a quoted value opens here and is never closed (unterminated ")`
+        : `line ${line}: a quote inside a quoted value must be doubled ("")`);
+    }
+    linesBefore += countBreaks(text, newline, res.meta.cursor);
     carry = last ? "" : text.slice(res.meta.cursor);
     const out: SourceRow[] = [];
     for (const cells of res.data) {
@@ -125,6 +140,14 @@ async function* delimitedRows(file: Blob, format: Exclude<Format, "json">, def: 
   const rest = carry + decoder.decode();
   if (rest) yield* rowsOf(rest, true);
   if (!columns) throw badRequest("the file is empty: the first row must name the fields");
+}
+
+/** Line breaks in text[0, end). */
+function countBreaks(text: string, newline: string, end: number): number {
+  const mark = newline === "\r" ? "\r" : "\n";
+  let n = 0;
+  for (let i = text.indexOf(mark); i !== -1 && i < end; i = text.indexOf(mark, i + 1)) n++;
+  return n;
 }
 
 /** The file's line ending, from its first line break (the header row holds no quoted breaks). */

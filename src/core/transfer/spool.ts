@@ -3,8 +3,8 @@
  * transaction, then read back inside it. A file keeps memory flat for a million rows; it lives in
  * DIR/data and is removed when the import ends, committed or not.
  *
- * One line per row: `row \t kind \t uuid \t created \t values-json`. JSON text never holds a raw
- * tab or newline, and a uuid cannot either (see checkUuid).
+ * One line per row: `row \t kind \t by \t uuid \t created \t values-json`. JSON text never holds a
+ * raw tab or newline, and neither can a uuid (see checkUuid) or a field name.
  */
 import { closeSync, mkdirSync, openSync, readSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -15,6 +15,8 @@ export type SpoolEntry = {
   row: number;
   /** c: create a record with `uuid`; u: update the record `uuid`. */
   kind: "c" | "u";
+  /** For an update, the match key that found the record (uuid or a field name); "" for a create. */
+  by: string;
   uuid: string;
   /** `_created` from the file (seconds), kept for new records. */
   created: number | null;
@@ -38,7 +40,7 @@ export class Spool {
   }
 
   write(e: SpoolEntry): void {
-    this.sink.write(`${e.row}\t${e.kind}\t${e.uuid}\t${e.created ?? ""}\t${JSON.stringify(e.values)}\n`);
+    this.sink.write(`${e.row}\t${e.kind}\t${e.by}\t${e.uuid}\t${e.created ?? ""}\t${JSON.stringify(e.values)}\n`);
     this.count++;
   }
 
@@ -79,12 +81,14 @@ function parseLine(line: string): SpoolEntry {
   const t2 = line.indexOf("\t", t1 + 1);
   const t3 = line.indexOf("\t", t2 + 1);
   const t4 = line.indexOf("\t", t3 + 1);
-  const created = line.slice(t3 + 1, t4);
+  const t5 = line.indexOf("\t", t4 + 1);
+  const created = line.slice(t4 + 1, t5);
   return {
     row: Number(line.slice(0, t1)),
     kind: line.slice(t1 + 1, t2) as "c" | "u",
-    uuid: line.slice(t2 + 1, t3),
+    by: line.slice(t2 + 1, t3),
+    uuid: line.slice(t3 + 1, t4),
     created: created === "" ? null : Number(created),
-    values: JSON.parse(line.slice(t4 + 1)) as Values,
+    values: JSON.parse(line.slice(t5 + 1)) as Values,
   };
 }
