@@ -97,9 +97,9 @@ describe("users: sign-up, self_edit and role rules", () => {
   test("self_edit: own name yes; other own fields, other users no; role raise and own API access never", async () => {
     await s.apiJson("POST", "/api/v1/roles", { name: "member", permissions: ["view-news", "export-news"] });
     await s.apiJson("POST", "/api/v1/roles", { name: "useradmin", permissions: ["view-users", "edit-users", "create-users"] });
-    const me = await addUser(s.dir, "me@example.com", "me-pw", { role: "member", api: true });
-    const other = await addUser(s.dir, "other@example.com", "other-pw");
-    const t = await tokenFor(s.base, "me@example.com", "me-pw");
+    const me = await addUser(s.dir, "me@example.com", "me-pw-long-1", { role: "member", api: true });
+    const other = await addUser(s.dir, "other@example.com", "other-pw-long-1");
+    const t = await tokenFor(s.base, "me@example.com", "me-pw-long-1");
     const own = await call(s.base, "PUT", `/api/v1/users/${me.uuid}`, { token: t, body: { name: "Me Myself" } });
     expect(own.status).toBe(200);
     expect(own.body!.users[me.uuid].name).toBe("Me Myself");
@@ -110,11 +110,11 @@ describe("users: sign-up, self_edit and role rules", () => {
     expect((await call(s.base, "PUT", `/api/v1/users/${other.uuid}`, { token: t, body: { name: "Hacked" } })).status).toBe(403);
     expect((await call(s.base, "PUT", "/api/v1/users", { token: t, body: { [me.uuid]: { name: "Bulk" } } })).status).toBe(403);
 
-    const ua = await addUser(s.dir, "ua@example.com", "ua-pw", { role: "useradmin", api: true });
-    const ut = await tokenFor(s.base, "ua@example.com", "ua-pw");
+    const ua = await addUser(s.dir, "ua@example.com", "ua-pw-long-1", { role: "useradmin", api: true });
+    const ut = await tokenFor(s.base, "ua@example.com", "ua-pw-long-1");
     // May not touch a user whose role holds more (delete-users, which useradmin lacks)...
     await s.apiJson("POST", "/api/v1/roles", { name: "deleter", permissions: ["delete-users"] });
-    const strong = await addUser(s.dir, "strong@example.com", "strong-pw", { role: "deleter" });
+    const strong = await addUser(s.dir, "strong@example.com", "strong-pw-long-1", { role: "deleter" });
     expect((await call(s.base, "PUT", `/api/v1/users/${strong.uuid}`, { token: ut, body: { name: "Not yours" } })).status).toBe(403);
     // ...may edit every field of others, but not hand out a role above its own.
     expect((await call(s.base, "PUT", `/api/v1/users/${other.uuid}`, { token: ut, body: { name: "Renamed", email: "other2@example.com" } })).status).toBe(200);

@@ -77,8 +77,8 @@ describe("POST/GET/DELETE /api/v1/session", () => {
   });
 
   test("a password change ends the user's sessions", async () => {
-    await addUser(s.dir, "pc@example.com", "pc-old", { role: "editor" });
-    const r = await signIn("pc@example.com", "pc-old");
+    await addUser(s.dir, "pc@example.com", "pc-old-long-1", { role: "editor" });
+    const r = await signIn("pc@example.com", "pc-old-long-1");
     expect((await call(s.base, "GET", "/api/v1/session", { headers: { cookie: r.cookie } })).status).toBe(200);
     expect((await cli(s.dir, ["user", "passwd", "pc@example.com", "--password", "pc-new-long-1"])).code).toBe(0);
     expect((await call(s.base, "GET", "/api/v1/session", { headers: { cookie: r.cookie } })).status).toBe(401);

@@ -15,9 +15,9 @@ beforeAll(async () => {
   await s.apiJson("POST", "/api/v1/roles", { name: "manager", permissions: ["manage-items"] });
   await s.apiJson("POST", "/api/v1/roles", { name: "wiper", permissions: ["api_delete_resource_items"] });
   readerUuid = (await addUser(s.dir, "reader@example.com", "reader-pw-long-1", { role: "reader", api: true })).uuid;
-  await addUser(s.dir, "legacy@example.com", "legacy-pw", { role: "legacy", api: true });
+  await addUser(s.dir, "legacy@example.com", "legacy-pw-long-1", { role: "legacy", api: true });
   await addUser(s.dir, "manager@example.com", "manager-pw", { role: "manager", api: true });
-  await addUser(s.dir, "wiper@example.com", "wiper-pw", { role: "wiper", api: true });
+  await addUser(s.dir, "wiper@example.com", "wiper-pw-long-1", { role: "wiper", api: true });
   await addUser(s.dir, "noapi@example.com", "noapi-pw-long-1", { role: "reader" });
   await s.apiJson("POST", "/api/v1/items/one", { title: "One" });
 });
@@ -97,8 +97,8 @@ describe("using and renewing a token", () => {
   }, 30_000);
 
   test("a password change (CLI) and removing the user kill existing tokens", async () => {
-    await addUser(s.dir, "pw@example.com", "old-pw", { role: "reader", api: true });
-    const t = await tokenFor(s.base, "pw@example.com", "old-pw");
+    await addUser(s.dir, "pw@example.com", "old-pw-long-1", { role: "reader", api: true });
+    const t = await tokenFor(s.base, "pw@example.com", "old-pw-long-1");
     expect((await call(s.base, "GET", "/api/v1/items/one", { token: t })).status).toBe(200);
     expect((await cli(s.dir, ["user", "passwd", "pw@example.com", "--password", "new-pw-long-1"])).code).toBe(0);
     expect((await call(s.base, "GET", "/api/v1/items/one", { token: t })).status).toBe(401);
@@ -143,7 +143,7 @@ describe("403 ACCESS_DENIED and needs", () => {
     const all = await call(s.base, "DELETE", "/api/v1/items", { token: manager });
     expect(all.status).toBe(403);
     expect(all.body!.needs).toBe("api_delete_resource_items");
-    const wiper = await tokenFor(s.base, "wiper@example.com", "wiper-pw");
+    const wiper = await tokenFor(s.base, "wiper@example.com", "wiper-pw-long-1");
     expect((await call(s.base, "GET", "/api/v1/items", { token: wiper })).status).toBe(403);
     await s.apiJson("POST", "/api/v1/items/keep", { title: "K" });
     expect((await call(s.base, "DELETE", "/api/v1/items", { token: wiper })).status).toBe(200);
@@ -152,7 +152,7 @@ describe("403 ACCESS_DENIED and needs", () => {
   });
 
   test("legacy api_* permissions are accepted", async () => {
-    const t = await tokenFor(s.base, "legacy@example.com", "legacy-pw");
+    const t = await tokenFor(s.base, "legacy@example.com", "legacy-pw-long-1");
     expect((await call(s.base, "PUT", "/api/v1/items/one", { token: t, body: { title: "L" } })).status).toBe(200);
     expect((await call(s.base, "GET", "/api/v1/items/one", { token: t })).status).toBe(403);
     expect((await call(s.base, "GET", "/api/v1/roles", { token: t })).status).toBe(200);
