@@ -14,7 +14,7 @@ import { dirname } from "node:path";
 import { AppError } from "../errors";
 import type { ResourceDef } from "../definitions/types";
 import { quoteIdent, sqliteDialect } from "./dialect";
-import { flushSearchIndex, migrateInternal, searchTable, syncResource } from "./sqlite-schema";
+import { countCaptureSql, flushCounts, flushSearchIndex, migrateInternal, searchTable, syncResource } from "./sqlite-schema";
 import { SqliteJobs, insertJob } from "./sqlite-jobs";
 import { BoundedMemo } from "./memo";
 import { ReadPool } from "./read-pool";
@@ -120,6 +120,7 @@ export class SqliteStore implements Store {
 
   async syncSchema(defs: Iterable<ResourceDef>): Promise<SchemaChange[]> {
     const all = [...defs];
+    this.captureStmts.clear();
     return this.transaction(async () => all.flatMap((d) => syncResource(this.writer, d, this.dialect)));
   }
 
@@ -409,10 +410,13 @@ export class SqliteStore implements Store {
     const done: Settled[] = [];
     const touched = new Set<string>();
     this.written.clear();
+    this.before.clear();
     try {
       for (const job of batch) done.push(await this.runJob(job, touched));
       flushSearchIndex(this.writer, this.dialect, this.written);
+      flushCounts(this.writer, this.dialect, this.written, this.before);
       this.written.clear();
+      this.before.clear();
       const now = Date.now();
       const mark = this.writer.query("INSERT INTO _resd_changes (resource, changed_ms) VALUES (?, ?) ON CONFLICT(resource) DO UPDATE SET changed_ms = max(changed_ms + 1, excluded.changed_ms)");
       for (const r of touched) mark.run(r, now);
@@ -423,6 +427,7 @@ export class SqliteStore implements Store {
       // stays, every request hears of it, and the writer is left outside any transaction.
       if (this.writer.inTransaction) this.writer.exec("ROLLBACK");
       this.written.clear();
+      this.before.clear();
       const failure = new AppError(500, "INTERNAL_ERROR", `the write failed: ${(e as Error).message}`);
       done.forEach((d) => d.job.reject(d.ok ? failure : d.value));
       batch.slice(done.length).forEach((j) => j.reject(failure));
@@ -462,6 +467,27 @@ export class SqliteStore implements Store {
     ids.add(Number(id));
   }
 
+  /** Count keys of records as they were before the open transaction first changed them (see flushCounts). */
+  private readonly before = new Map<string, Map<number, string>>();
+  /** Per resource, the statement reading a row's count keys (null: no counts kept). Dropped with the schema. */
+  private readonly captureStmts = new Map<string, Statement | null>();
+  private captureBefore(resource: string, uuid: string): void {
+    const ids = this.written.get(resource);
+    if (ids === null) return; // the whole resource is recounted
+    let stmt = this.captureStmts.get(resource);
+    if (stmt === undefined) {
+      const sql = countCaptureSql(this.writer, resource, this.dialect);
+      this.captureStmts.set(resource, (stmt = sql ? this.writer.prepare(sql) : null));
+    }
+    if (!stmt) return;
+    const row = stmt.get(uuid) as { id: number; k: string } | null;
+    // Written earlier in this transaction: what it was before is known already (or it did not exist).
+    if (!row || ids?.has(row.id)) return;
+    let seen = this.before.get(resource);
+    if (!seen) this.before.set(resource, (seen = new Map()));
+    if (!seen.has(row.id)) seen.set(row.id, row.k);
+  }
+
   private readonly writeStmts = new Map<string, Record<"get" | "insert" | "update" | "delete", Statement>>();
   private writeStmtsFor(resource: string) {
     let s = this.writeStmts.get(resource);
@@ -493,6 +519,7 @@ export class SqliteStore implements Store {
         touched.add(resource);
       },
       update: async (resource, rec) => {
+        this.captureBefore(resource, rec.uuid);
         try {
           const r = this.writeStmtsFor(resource).update.get(rec.data, rec._modified, rec._modified_by, rec.uuid) as { id: number } | null;
           this.noteWritten(resource, r?.id);
@@ -502,6 +529,7 @@ export class SqliteStore implements Store {
         touched.add(resource);
       },
       delete: async (resource, uuid) => {
+        this.captureBefore(resource, uuid);
         const r = this.writeStmtsFor(resource).delete.get(uuid) as { id: number } | null;
         if (!r) return false;
         this.noteWritten(resource, r.id);

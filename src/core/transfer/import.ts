@@ -184,7 +184,8 @@ async function readPhase(site: Site, def: ResourceDef, rule: MatchRule, rows: As
       continue;
     }
     const uuid = target?.uuid ?? head.uuid ?? crypto.randomUUID();
-    const work = prepareRow(site, def, r, format, target, uuid, head.created, prep).catch((e: unknown): Outcome =>
+    const generated = target === null && head.uuid === null;
+    const work = prepareRow(site, def, r, format, target, uuid, generated, head.created, prep).catch((e: unknown): Outcome =>
       e instanceof AppError && (e.status === 400 || e.status === 422) ? e : { fatal: e });
     window.push({ row: r.row, keys, given: head.uuid, work });
     for (const k of keys) windowKeys.add(k.key);
@@ -216,7 +217,7 @@ function readSystemFields(r: SourceRow): { uuid: string | null; created: number 
   return { uuid, created };
 }
 
-async function prepareRow(site: Site, def: ResourceDef, r: SourceRow, format: Format, target: { by: string } | null, uuid: string, created: number | null, prep: PrepareOptions): Promise<SpoolEntry> {
+async function prepareRow(site: Site, def: ResourceDef, r: SourceRow, format: Format, target: { by: string } | null, uuid: string, generated: boolean, created: number | null, prep: PrepareOptions): Promise<SpoolEntry> {
   const update = target !== null;
   const input: Values = {};
   for (const [k, v] of Object.entries(r.values)) {
@@ -226,7 +227,7 @@ async function prepareRow(site: Site, def: ResourceDef, r: SourceRow, format: Fo
     input[k] = v;
   }
   const values = await prepareValues(site.store, def, input, update ? "update" : "create", uuid, prep);
-  return { row: r.row, kind: update ? "u" : "c", by: target?.by ?? "", uuid, created: update ? null : created, values };
+  return { row: r.row, kind: update ? "u" : generated ? "n" : "c", by: target?.by ?? "", uuid, created: update ? null : created, values };
 }
 
 /** Remembers whether the record's own insert or update failed (a constraint), as opposed to a hook. */
@@ -264,7 +265,8 @@ async function writePhase(site: Site, p: Principal, def: ResourceDef, rule: Matc
       }
       state.failed = null;
       try {
-        const current = await tx.get(def.name, e.uuid);
+        // A uuid this import generated cannot exist: one lookup less per new record.
+        const current = e.kind === "n" ? null : await tx.get(def.name, e.uuid);
         if (current && e.kind === "c" && rule.by === "none") {
           // An earlier row of this file created the uuid: with match none, nothing merges.
           report.reject(e.row, [{ field: "uuid", reason: NO_MATCH_TAKEN }], e.uuid);
@@ -273,7 +275,7 @@ async function writePhase(site: Site, p: Principal, def: ResourceDef, rule: Matc
           counts.updated++;
           const key = e.by || "uuid";
           counts.matched[key] = (counts.matched[key] ?? 0) + 1;
-        } else if (e.kind === "c") {
+        } else if (e.kind !== "u") {
           await writers.insertPrepared(site, tx, def, e.uuid, e.values, by, "create", e.created ?? undefined);
           counts.created++;
         } else {
