@@ -144,3 +144,31 @@ describe("HTTP import ?match=", () => {
     expect(bad.body.details).toContain("not a unique field");
   });
 });
+
+describe("JSON imports are read record by record", () => {
+  test("a record that is not valid JSON is rejected alone; the rest are imported", async () => {
+    const dir = await seeded();
+    writeFileSync(join(dir, "j.json"), '[{"name":"Ann","email":"ann@example.com"}, {"name": tru, "email":"x@example.com"}, {"name":"Bob","email":"bob@example.com"}]');
+    const r = await cli(dir, ["import", "contacts", join(dir, "j.json"), "--json"]);
+    expect(r.code).toBe(3);
+    const out = JSON.parse(r.stdout);
+    expect(out.stats).toMatchObject({ created: 2, errors: 1, total: 3 });
+    expect(out.errors_detail[0]).toMatchObject({ row: 2, field: null });
+    expect(out.errors_detail[0].reason).toStartWith("is not valid JSON");
+  });
+
+  test("an API list answer saved from curl imports its records, not its envelope; broken structure writes nothing", async () => {
+    const dir = await seeded();
+    const answer = { code: 200, success: true, status: "ok", count: 2, total: 2, contacts: { "c-9": { name: "Cy", email: "cy@example.com" }, "c-8": { name: "Di", email: "di@example.com" } } };
+    writeFileSync(join(dir, "a.json"), JSON.stringify(answer, null, 2));
+    const r = await cli(dir, ["import", "contacts", join(dir, "a.json"), "--json"]);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout).stats).toMatchObject({ created: 2, errors: 0, total: 2 });
+    expect((await all(dir)).map((x) => x.uuid).sort()).toEqual(["c-1", "c-8", "c-9"]);
+    writeFileSync(join(dir, "cut.json"), JSON.stringify([{ name: "Ed", email: "ed@example.com" }, { name: "Flo", email: "flo@example.com" }]).slice(0, -3));
+    const cut = await cli(dir, ["import", "contacts", join(dir, "cut.json")]);
+    expect(cut.code).toBe(2);
+    expect(cut.stderr).toContain("not valid JSON: it ends too early");
+    expect(await all(dir)).toHaveLength(3);
+  });
+});

@@ -70,7 +70,7 @@ const nothingWritten = (): Written => ({ created: 0, updated: 0, matched: {} });
 export async function importRecords(site: Site, p: Principal, resource: string, file: Blob, opts: ImportOptions = {}): Promise<ImportResult> {
   authorize(p, resource, "import");
   const progress = { phase: "read" as "read" | "write", rows: 0, bytes: 0, totalBytes: file.size, toWrite: 0 };
-  const source = await openSource(file, opts.name ?? "", progress);
+  const source = await openSource(file, opts.name ?? "", resource, progress);
   const created = !site.defs.has(resource) && source.meta !== null;
   const def = created ? await defineFromMeta(site, resource, source.meta as DefinitionFile) : site.resource(resource);
   const rule = parseMatchRule(def, opts.match);

@@ -1,12 +1,13 @@
 /**
- * Reads an import file into rows, one at a time. csv/tsv are parsed as a stream (papaparse), so
- * memory does not grow with the file; JSON is parsed whole (use csv for very large files).
+ * Reads an import file into rows, one at a time, as a stream whatever the format: csv/tsv through
+ * papaparse, JSON split into its records (json-members.ts). Memory does not grow with the file.
  */
 import Papa from "papaparse";
 import type { ResourceDef } from "../definitions/types";
 import { isSystemField, type DefinitionFile } from "../definitions/types";
 import { AppError, badRequest } from "../errors";
 import { DELIMITER, fromCell, sniffFormat, type Format } from "./format";
+import { JsonMembers } from "./json-members";
 
 /**
  * One record of the file: its values (system fields included) and its 1-based position (the csv
@@ -26,51 +27,80 @@ export type Progress = { bytes: number; totalBytes: number };
 
 const SNIFF_BYTES = 64 * 1024;
 
-/** Opens a file: detects its format from content and name; JSON is read and checked here. */
-export async function openSource(file: Blob, name: string, progress?: Progress): Promise<Source> {
+/** Opens a file: detects its format from content and name; JSON's outline is checked here. */
+export async function openSource(file: Blob, name: string, resource: string, progress?: Progress): Promise<Source> {
   const head = await file.slice(0, SNIFF_BYTES).text();
   const format = sniffFormat(head, name);
   if (format !== "json") return { format, meta: null, rows: (def) => delimitedRows(file, format, def, progress) };
-  let doc: unknown;
-  try {
-    doc = JSON.parse(await file.text());
-  } catch (e) {
-    throw badRequest(`the file is not valid JSON: ${(e as Error).message}`);
+  return jsonSource(file, resource, progress);
+}
+
+/** Feeds a file's text to a splitter, a piece at a time, handing out what each piece completed. */
+async function* splitJson<T>(file: Blob, split: JsonMembers, out: T[], progress?: Progress): AsyncIterable<T> {
+  const decoder = new TextDecoder("utf-8");
+  for await (const chunk of file.stream()) {
+    if (progress) progress.bytes += chunk.byteLength;
+    split.push(decoder.decode(chunk, { stream: true }));
+    yield* out.splice(0);
   }
-  if (progress) progress.bytes = file.size;
-  return jsonSource(doc);
+  split.push(decoder.decode());
+  split.end();
+  yield* out.splice(0);
 }
 
 /**
  * JSON: a list of records, an object of records keyed by uuid, or an export (the same object with
  * the definition under `_meta`). An API list answer (`{"success":…, "<resource>": {…}}`) also works.
+ * Read as a stream, twice: first its outline (is it well formed, is it an API answer, its `_meta`),
+ * then record by record — memory holds one record, not the file.
  */
-function jsonSource(doc: unknown): Source {
-  if (Array.isArray(doc)) return { format: "json", meta: null, rows: () => listRows(doc) };
-  if (!doc || typeof doc !== "object") throw badRequest("a JSON import is a list of records or an object of records keyed by uuid");
-  const obj = doc as Record<string, unknown>;
-  const meta = obj._meta && typeof obj._meta === "object" && !Array.isArray(obj._meta) ? (obj._meta as DefinitionFile) : null;
+async function jsonSource(file: Blob, resource: string, progress?: Progress): Promise<Source> {
+  let success = false;
+  let inner = false;
+  let meta: DefinitionFile | null = null;
+  const outline = new JsonMembers((m) => {
+    if (m.depth !== 1 || m.key === null) return;
+    if (m.key === "success") success = true;
+    if (m.key === "_meta") {
+      const v = parseMember(m.text);
+      if (v && typeof v === "object" && !Array.isArray(v)) meta = v as DefinitionFile;
+    }
+  }, (key) => key === resource && (inner = true));
+  for await (const _ of splitJson(file, outline, [])) { /* the callbacks take what they need */ }
+  // An API answer's records are the object under the resource's name; other files are records at the top.
+  const api = success && inner;
   return {
     format: "json",
     meta,
-    rows: (def) => {
-      const inner = "success" in obj && obj[def.name] && typeof obj[def.name] === "object" ? (obj[def.name] as Record<string, unknown>) : obj;
-      return keyedRows(inner);
-    },
+    rows: (def) => jsonRows(file, api ? def.name : null, progress),
   };
 }
 
-async function* listRows(list: unknown[]): AsyncIterable<SourceRow> {
-  for (const [i, item] of list.entries()) yield asRow(i + 1, item);
+async function* jsonRows(file: Blob, under: string | null, progress?: Progress): AsyncIterable<SourceRow> {
+  const out: SourceRow[] = [];
+  let row = 0;
+  const split = new JsonMembers((m) => {
+    if (under !== null ? m.depth !== 2 : m.key === "_meta") return;
+    row++;
+    let item: unknown;
+    try {
+      item = JSON.parse(m.text);
+    } catch (e) {
+      out.push({ row, values: {}, error: `is not valid JSON: ${(e as Error).message}` });
+      return;
+    }
+    const r = asRow(row, item);
+    // The key is the uuid; a uuid inside the record that differs is the row's own problem.
+    out.push(m.key === null || r.error || r.values.uuid !== undefined ? r : { row, values: { uuid: m.key, ...r.values } });
+  }, (key) => under !== null && key === under);
+  yield* splitJson(file, split, out, progress);
 }
 
-async function* keyedRows(obj: Record<string, unknown>): AsyncIterable<SourceRow> {
-  let row = 0;
-  for (const [key, item] of Object.entries(obj)) {
-    if (key === "_meta") continue;
-    const r = asRow(++row, item);
-    // The key is the uuid; a uuid inside the record that differs is the row's own problem.
-    yield r.error || r.values.uuid !== undefined ? r : { row, values: { uuid: key, ...r.values } };
+function parseMember(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw badRequest(`the file is not valid JSON: ${(e as Error).message}`);
   }
 }
 
