@@ -38,6 +38,8 @@ function trigrams(term: string): string[] {
   for (let i = 0; i + 3 <= chars.length; i++) out.push(chars.slice(i, i + 3).join(""));
   return out;
 }
+/** From this offset on, a page first finds its row ids, then reads only those rows. */
+const DEEP_OFFSET = 1000;
 /** Estimated bytes of a cached row beyond its JSON text (uuid, times, object). */
 const ROW_OVERHEAD = 240;
 
@@ -136,9 +138,15 @@ export class SqliteStore implements Store {
   }
 
   private selectSql(resource: string, q: CompiledQuery): [string, SqlValue[]] {
+    const t = this.dialect.table(resource);
+    if (q.limit !== null && q.offset >= DEEP_OFFSET) {
+      // A deep page skips its offset over row ids alone: an index that holds the filter and sort
+      // columns (every index holds the row id) answers that without reading the skipped records.
+      return [`SELECT ${COLS} FROM ${t} WHERE id IN (SELECT id FROM ${t} ${q.where} ${q.orderBy} LIMIT ? OFFSET ?) ${q.orderBy}`, [...q.args, q.limit, q.offset]];
+    }
     const paging = q.limit !== null ? " LIMIT ? OFFSET ?" : q.offset ? " LIMIT -1 OFFSET ?" : "";
     const args = q.limit !== null ? [...q.args, q.limit, q.offset] : q.offset ? [...q.args, q.offset] : q.args;
-    return [`SELECT ${COLS} FROM ${this.dialect.table(resource)} ${q.where} ${q.orderBy}${paging}`, args];
+    return [`SELECT ${COLS} FROM ${t} ${q.where} ${q.orderBy}${paging}`, args];
   }
 
   /**
@@ -146,6 +154,9 @@ export class SqliteStore implements Store {
    * then one lookup. Rows are shared between answers, so callers never change them.
    */
   async page(resource: string, q: CompiledQuery): Promise<StoredRecord[]> {
+    // Past the end of a maintained total there is nothing to read (without this, SQLite would step
+    // through every match to find that out).
+    if (q.counted && q.offset > 0 && this.countedReady(resource) && this.maintainedCount(resource, q.counted) <= q.offset) return [];
     const [sql, args] = this.selectSql(resource, await this.planSearch(q));
     return this.remember(BoundedMemo.key("page", sql, JSON.stringify(args)),
       () => this.readAll<StoredRecord>(sql, args),
@@ -301,7 +312,8 @@ export class SqliteStore implements Store {
   }
 
   async lastChange(resource: string): Promise<number> {
-    return this.remember(BoundedMemo.key("change", resource),
+    // A resource name is short and bounded: no digest needed (two lookups on every request).
+    return this.remember(`change\u0000${resource}`,
       async () => (this.reader.query("SELECT changed_ms FROM _resd_changes WHERE resource = ?").get(resource) as { changed_ms: number } | null)?.changed_ms ?? 0);
   }
 
