@@ -422,14 +422,14 @@ export class SqliteStore implements Store {
     const done: Settled[] = [];
     const touched = new Set<string>();
     this.written.clear();
-    this.fresh.clear();
+    this.idsBefore.clear();
     this.before.clear();
     try {
       for (const job of batch) done.push(await this.runJob(job, touched));
-      flushSearchIndex(this.writer, this.dialect, this.written, this.fresh);
+      flushSearchIndex(this.writer, this.dialect, this.written, this.idsBefore);
       flushCounts(this.writer, this.dialect, this.written, this.before);
       this.written.clear();
-      this.fresh.clear();
+      this.idsBefore.clear();
       this.before.clear();
       const now = Date.now();
       const mark = this.writer.query("INSERT INTO _resd_changes (resource, changed_ms) VALUES (?, ?) ON CONFLICT(resource) DO UPDATE SET changed_ms = max(changed_ms + 1, excluded.changed_ms)");
@@ -441,7 +441,7 @@ export class SqliteStore implements Store {
       // stays, every request hears of it, and the writer is left outside any transaction.
       if (this.writer.inTransaction) this.writer.exec("ROLLBACK");
       this.written.clear();
-      this.fresh.clear();
+      this.idsBefore.clear();
       this.before.clear();
       const failure = new AppError(500, "INTERNAL_ERROR", `the write failed: ${(e as Error).message}`);
       done.forEach((d) => d.job.reject(d.ok ? failure : d.value));
@@ -482,8 +482,13 @@ export class SqliteStore implements Store {
     ids.add(Number(id));
   }
 
-  /** Ids first written by an insert in the open transaction (never in the search index before it). */
-  private readonly fresh = new Map<string, Set<number>>();
+  /** Per resource written in the open transaction, its largest row id before it (rows above were never indexed). */
+  private readonly idsBefore = new Map<string, number>();
+  private markStart(resource: string): void {
+    if (this.idsBefore.has(resource)) return;
+    const row = this.writer.query(`SELECT max(id) AS m FROM ${this.dialect.table(resource)}`).get() as { m: number | null };
+    this.idsBefore.set(resource, row.m ?? 0);
+  }
   /** Count keys of records as they were before the open transaction first changed them (see flushCounts). */
   private readonly before = new Map<string, Map<number, string>>();
   /** Per resource, the statement reading a row's count keys (null: no counts kept). Dropped with the schema. */
@@ -503,16 +508,6 @@ export class SqliteStore implements Store {
     let seen = this.before.get(resource);
     if (!seen) this.before.set(resource, (seen = new Map()));
     if (!seen.has(row.id)) seen.set(row.id, row.k);
-  }
-
-  private noteInserted(resource: string, id: number): void {
-    const ids = this.written.get(resource);
-    if (ids !== null && !ids?.has(id)) {
-      let f = this.fresh.get(resource);
-      if (!f) this.fresh.set(resource, (f = new Set()));
-      f.add(id);
-    }
-    this.noteWritten(resource, id);
   }
 
   private readonly writeStmts = new Map<string, Record<"get" | "insert" | "update" | "delete", Statement>>();
@@ -537,15 +532,17 @@ export class SqliteStore implements Store {
     return {
       get: async (resource, uuid) => this.writeStmtsFor(resource).get.get(uuid) as StoredRecord | null,
       insert: async (resource, rec) => {
+        this.markStart(resource);
         try {
           const r = this.writeStmtsFor(resource).insert.run(rec.uuid, rec.data, rec._created, rec._modified, rec._created_by, rec._modified_by);
-          this.noteInserted(resource, Number(r.lastInsertRowid));
+          this.noteWritten(resource, r.lastInsertRowid);
         } catch (e) {
           mapWriteError(e, resource, rec.uuid);
         }
         touched.add(resource);
       },
       update: async (resource, rec) => {
+        this.markStart(resource);
         this.captureBefore(resource, rec.uuid);
         try {
           const r = this.writeStmtsFor(resource).update.get(rec.data, rec._modified, rec._modified_by, rec.uuid) as { id: number } | null;
@@ -556,6 +553,7 @@ export class SqliteStore implements Store {
         touched.add(resource);
       },
       delete: async (resource, uuid) => {
+        this.markStart(resource);
         this.captureBefore(resource, uuid);
         const r = this.writeStmtsFor(resource).delete.get(uuid) as { id: number } | null;
         if (!r) return false;
