@@ -40,3 +40,15 @@ test("past the end of a maintained total: an empty page at once, with the exact 
   expect(r.total).toBe((await uuids("filter=status:a")).ids.length);
   expect((await uuids("filter=status:a&limit=20&offset=10")).ids).toHaveLength(20);
 });
+
+test("a page that is not full gives the total without a count, and it is exact", async () => {
+  const all = (await uuids("filter=year:1950")).ids.length;
+  expect(all).toBeGreaterThan(3);
+  for (const [limit, offset] of [[100, 0], [100, 2], [all, 0], [all - 1, 1], [2, all - 1]]) {
+    const r = await uuids(`filter=year:1950&limit=${limit}&offset=${offset}`);
+    expect(r.total, `limit ${limit} offset ${offset}`).toBe(all);
+    expect(r.ids.length).toBe(Math.max(0, Math.min(limit, all - offset)));
+  }
+  const search = await uuids("search=t96&limit=50");
+  expect(search.total).toBe(search.ids.length);
+});

@@ -38,8 +38,14 @@ export async function queryList(site: Site, def: ResourceDef, params: ListParams
   const q = parseListParams(params, site.config.maxLimit);
   const compiled = compileList(site.store.dialect, def, q);
   const lastChange = await site.store.lastChange(def.name);
-  const total = q.wantsTotal ? await site.store.count(def.name, compiled) : null;
-  const rows = q.limit !== null && q.limit <= STREAM_ABOVE ? await site.store.page(def.name, compiled) : site.store.stream(def.name, compiled);
+  if (q.limit === null || q.limit > STREAM_ABOVE) {
+    return { def, rows: site.store.stream(def.name, compiled), total: q.wantsTotal ? await site.store.count(def.name, compiled) : null, lastChange };
+  }
+  const rows = await site.store.page(def.name, compiled);
+  // A page that is not full is the end of the list: its total needs no count (most searches for
+  // one record, and any short list). A page past the end says nothing about where the end is.
+  const ended = rows.length < q.limit && (rows.length > 0 || q.offset === 0);
+  const total = !q.wantsTotal ? null : ended ? q.offset + rows.length : await site.store.count(def.name, compiled);
   return { def, rows, total, lastChange };
 }
 

@@ -24,6 +24,10 @@ const COLS = "uuid, data, _created, _modified, _created_by, _modified_by";
 const BATCH = 512;
 /** Rows per cached page (larger pages are not kept). */
 const PAGE_CACHE_ROWS = 200;
+/** A trigram held by at most this many records makes a search cheap enough to run without a worker (~0.3 ms). */
+const RARE_TRIGRAM = 5000;
+/** Candidates few enough to read their rows without a worker. */
+const FEW_CANDIDATES = 2000;
 /** A search whose candidates exceed this is "common": its pages are read by scanning in order. */
 const COMMON_TERM = 2000;
 /** A rarest trigram held by more records than this makes a term common without asking the index. */
@@ -159,7 +163,7 @@ export class SqliteStore implements Store {
     if (q.counted && q.offset > 0 && this.countedReady(resource) && this.maintainedCount(resource, q.counted) <= q.offset) return [];
     const [sql, args] = this.selectSql(resource, await this.planSearch(q));
     return this.remember(BoundedMemo.key("page", sql, JSON.stringify(args)),
-      () => this.readAll<StoredRecord>(sql, args),
+      () => this.readAll<StoredRecord>(sql, args, q.small),
       (rows) => (rows.length <= PAGE_CACHE_ROWS ? rows.reduce((n, r) => n + r.data.length * 2 + ROW_OVERHEAD, 0) : null));
   }
 
@@ -183,24 +187,29 @@ export class SqliteStore implements Store {
     if (known.length && known[0].docs > MAX_CANDIDATES) return asScan;
     const picked = (known.length ? known.map((k) => k.g) : grams).slice(0, 3);
     const match = picked.map((g) => `"${g.replace(/"/g, '""')}"`).join(" AND ");
+    // A rare trigram bounds every step to a few rows: handing them to a worker and back would cost
+    // more than running them (three worker round trips made a search for one record 8 ms).
+    const rare = known.length > 0 && known[0].docs <= RARE_TRIGRAM;
     const ids = await this.remember(BoundedMemo.key("candidates", resource, match),
-      async () => (await this.readAll<{ id: number }>(`SELECT rowid AS id FROM ${searchTable(resource)} WHERE ${searchTable(resource)} MATCH ?`, [match])).map((r) => r.id),
+      async () => (await this.readAll<{ id: number }>(`SELECT rowid AS id FROM ${searchTable(resource)} WHERE ${searchTable(resource)} MATCH ?`, [match], rare)).map((r) => r.id),
       (v) => v.length * 16);
     // Most records match: a page is read in order faster than sorting every candidate.
     if (ids.length > COMMON_TERM && q.limit !== null && q.offset < COMMON_TERM) return asScan;
     const rest = scan.where.replace(/^WHERE /, "");
-    return { ...q, where: `WHERE id IN (SELECT value FROM json_each(?)) AND ${rest}`, args: [JSON.stringify(ids), ...scan.args], search: undefined };
+    return { ...q, where: `WHERE id IN (SELECT value FROM json_each(?)) AND ${rest}`, args: [JSON.stringify(ids), ...scan.args], search: undefined, small: ids.length <= FEW_CANDIDATES };
   }
 
-  /** Records whose search text holds a trigram, from the index's vocabulary; kept (an estimate). */
+  /** Records whose search text holds a trigram (at most MAX_CANDIDATES + 1); kept a while (it only steers). */
   private readonly gramCache = new Map<string, { docs: number; at: number }>();
   private gramDocs(resource: string, gram: string): number {
     const key = `${resource}\0${gram}`;
     const hit = this.gramCache.get(key);
     if (hit && performance.now() - hit.at < GRAM_TTL_MS) return hit.docs;
-    const vocab = quoteIdent(`v:${resource}`);
-    this.reader.exec(`CREATE VIRTUAL TABLE IF NOT EXISTS temp.${vocab} USING fts5vocab(main, ${searchTable(resource)}, 'row')`);
-    const docs = (this.reader.query(`SELECT doc FROM temp.${vocab} WHERE term = ?`).get(gram) as { doc: number } | null)?.doc ?? 0;
+    // Counted in the index, up to one past the most candidates a search reads: bounded work (0.3 ms
+    // for a rare trigram, 3 ms for one in every record), where the index's vocabulary table scanned
+    // all its terms for each lookup (19 ms on 1M records).
+    const fts = searchTable(resource);
+    const docs = (this.reader.query(`SELECT count(*) AS n FROM (SELECT 1 FROM ${fts} WHERE ${fts} MATCH ? LIMIT ?)`).get(`"${gram.replace(/"/g, '""')}"`, MAX_CANDIDATES + 1) as { n: number }).n;
     if (this.gramCache.size > 10_000) this.gramCache.clear();
     this.gramCache.set(key, { docs, at: performance.now() });
     return docs;
@@ -212,13 +221,13 @@ export class SqliteStore implements Store {
     return (this.pool ??= new ReadPool(this.path, this.readWorkers, this.queryBudgetMs));
   }
 
-  private async readAll<T>(sql: string, args: SqlValue[]): Promise<T[]> {
-    const pool = this.readPool();
+  private async readAll<T>(sql: string, args: SqlValue[], small = false): Promise<T[]> {
+    const pool = small ? null : this.readPool();
     return pool ? pool.all<T>(sql, args) : (this.reader.query(sql).all(...(args as never[])) as T[]);
   }
 
-  private async readGet<T>(sql: string, args: SqlValue[]): Promise<T | null> {
-    const pool = this.readPool();
+  private async readGet<T>(sql: string, args: SqlValue[], small = false): Promise<T | null> {
+    const pool = small ? null : this.readPool();
     return pool ? pool.get<T>(sql, args) : ((this.reader.query(sql).get(...(args as never[])) as T | null) ?? null);
   }
 
@@ -271,14 +280,14 @@ export class SqliteStore implements Store {
     }
   }
 
-  async count(resource: string, q: Pick<CompiledQuery, "where" | "args" | "counted" | "search">): Promise<number> {
+  async count(resource: string, q: Pick<CompiledQuery, "where" | "args" | "counted" | "search" | "small">): Promise<number> {
     // A total kept by the write transaction is one lookup, exact under any write load.
     if (q.counted && this.countedReady(resource)) return this.maintainedCount(resource, q.counted);
     if (q.search) q = await this.planSearch({ ...q, orderBy: "", limit: null, offset: 0 });
     // Any other total over a large match costs milliseconds: counted off the event loop and cached
     // until anything commits.
     return this.remember(BoundedMemo.key("count", resource, q.where, JSON.stringify(q.args)),
-      async () => (await this.readGet<{ n: number }>(`SELECT count(*) AS n FROM ${this.dialect.table(resource)} ${q.where}`, q.args))!.n);
+      async () => (await this.readGet<{ n: number }>(`SELECT count(*) AS n FROM ${this.dialect.table(resource)} ${q.where}`, q.args, q.small))!.n);
   }
 
   /** Resources whose maintained counts exist (the schema sync records them in _resd_derived). */

@@ -28,6 +28,8 @@ export type CompiledQuery = {
    * of the rows (cheaper for a page of a term most records contain).
    */
   search?: { resource: string; term: string; scan: { where: string; args: SqlValue[] } };
+  /** Bounded to a few rows by the store's own planning (a selective search): run where it is, no worker hop. */
+  small?: boolean;
   /** The total is the sum of these maintained counts (subtracted from the record count when negated). */
   counted?: { keys: string[]; negate: boolean };
 };
