@@ -26,6 +26,8 @@ const BATCH = 512;
 const PAGE_CACHE_ROWS = 200;
 /** A trigram held by at most this many records makes a search cheap enough to run without a worker (~0.3 ms). */
 const RARE_TRIGRAM = 5000;
+/** Trigrams of one search term whose record counts are looked at. */
+const MAX_GRAMS = 16;
 /** Candidates few enough to read their rows without a worker. */
 const FEW_CANDIDATES = 2000;
 /** A search whose candidates exceed this is "common": its pages are read by scanning in order. */
@@ -182,7 +184,11 @@ export class SqliteStore implements Store {
     const asScan = { ...q, where: scan.where, args: scan.args, search: undefined };
     const grams = [...new Set(trigrams(term))];
     if (!grams.length) return asScan;
-    const known = grams.filter((g) => /^[\x20-\x7e]{3}$/.test(g)).map((g) => ({ g, docs: this.gramDocs(resource, g.toLowerCase()) }));
+    const ascii = grams.filter((g) => /^[\x20-\x7e]{3}$/.test(g));
+    // Each uncached trigram costs a bounded count (up to 3 ms): a long term is judged by an even
+    // spread of at most MAX_GRAMS of them, so no search holds the event loop for long.
+    const judged = ascii.length <= MAX_GRAMS ? ascii : Array.from({ length: MAX_GRAMS }, (_, i) => ascii[Math.floor((i * ascii.length) / MAX_GRAMS)]);
+    const known = judged.map((g) => ({ g, docs: this.gramDocs(resource, g.toLowerCase()) }));
     known.sort((a, b) => a.docs - b.docs);
     if (known.length && known[0].docs > MAX_CANDIDATES) return asScan;
     const picked = (known.length ? known.map((k) => k.g) : grams).slice(0, 3);
