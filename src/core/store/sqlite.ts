@@ -377,8 +377,14 @@ export class SqliteStore implements Store {
   async close(): Promise<void> {
     while (this.draining || this.queue.length) await Bun.sleep(5);
     this.pool?.close();
-    this.writer.exec("PRAGMA wal_checkpoint(TRUNCATE)");
     this.reader.close();
+    // Workers end asynchronously, and a reader still inside a query keeps the WAL in use: retry the
+    // truncating checkpoint briefly rather than leave a WAL behind (a restore or copy then needs it).
+    for (let i = 0; i < 40; i++) {
+      const r = this.writer.query("PRAGMA wal_checkpoint(TRUNCATE)").get() as { busy: number };
+      if (r.busy === 0) break;
+      await Bun.sleep(25);
+    }
     this.writer.close();
   }
 
