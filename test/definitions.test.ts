@@ -89,7 +89,7 @@ describe("definitions at start", () => {
       db.close();
       return { names, versions };
     };
-    expect(indexes().names).toEqual(["ix:items:_created", "ix:items:_modified", "ix:items:a", "ix:items:a,b", "ix:items:unique:b"]);
+    expect(indexes().names).toEqual(["ix:items:_created", "ix:items:_id", "ix:items:_modified", "ix:items:a", "ix:items:a,b", "ix:items:unique:b"]);
     expect(indexes().versions).toEqual({ resource: "items", version: 1 });
     await Bun.write(join(dir, "resources/items.json"), JSON.stringify({ fields: { a: { type: "text" }, b: { type: "number" } }, index: ["b"] }));
     const m2 = await cli(dir, ["migrate", "--json"]);
@@ -98,7 +98,7 @@ describe("definitions at start", () => {
     expect(reported).toEqual(["index-added ix:items:b", "index-dropped ix:items:a", "index-dropped ix:items:a,b", "index-dropped ix:items:unique:b", "updated schema version 2"]);
     const m3 = await cli(dir, ["migrate"]);
     expect(m3.stdout.trim()).toBe("schema up to date");
-    expect(indexes().names).toEqual(["ix:items:_created", "ix:items:_modified", "ix:items:b"]);
+    expect(indexes().names).toEqual(["ix:items:_created", "ix:items:_id", "ix:items:_modified", "ix:items:b"]);
     expect(indexes().versions).toEqual({ resource: "items", version: 2 });
     const add = await cli(dir, ["user", "add", "p@x.io", "--password", "pw-long-enough", "--json"]);
     expect(add.code).toBe(0);

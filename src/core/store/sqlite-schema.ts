@@ -76,9 +76,16 @@ export function syncResource(db: Database, def: ResourceDef, d: Dialect): Schema
     db.exec(`CREATE INDEX ${quoteIdent(`${prefix(def.name)}_modified`)} ON ${table} (_modified)`);
     changes.push({ resource: def.name, action: "created", detail: `table ${table}` });
   }
+  // The row ids alone, in order: a deep page in insertion order skips its offset over this small
+  // index instead of over the records (offset 500,000 of 1M: 117 ms → 5-13 ms).
+  const idIndex = `${prefix(def.name)}_id`;
+  if (!db.query("SELECT 1 FROM sqlite_master WHERE type='index' AND name=?").get(idIndex)) {
+    db.exec(`CREATE INDEX ${quoteIdent(idIndex)} ON ${table} (id)`);
+    if (exists) changes.push({ resource: def.name, action: "index-added", detail: idIndex });
+  }
   const have = new Map(
     (db.query("SELECT name, sql FROM sqlite_master WHERE type='index' AND tbl_name=? AND name LIKE ?").all(`r:${def.name}`, `${prefix(def.name)}%`) as { name: string; sql: string }[])
-      .filter((r) => !r.name.endsWith(":_created") && !r.name.endsWith(":_modified"))
+      .filter((r) => !r.name.endsWith(":_created") && !r.name.endsWith(":_modified") && !r.name.endsWith(":_id"))
       .map((r) => [r.name, r.sql]),
   );
   const want = wantedIndexes(def, d);
