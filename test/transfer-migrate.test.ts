@@ -21,12 +21,12 @@ test("resd migrate brings tables and indexes in line with the definitions", asyn
   const first = await cli(dir, ["migrate", "--json"]);
   expect(first.code).toBe(0);
   expect(JSON.parse(first.stdout).ok).toBe(true);
-  expect(indexes()).toEqual(["ix:notes:_created", "ix:notes:_modified"]);
+  expect(indexes()).toEqual(["ix:notes:_created", "ix:notes:_id", "ix:notes:_modified"]);
   writeFileSync(join(dir, "resources", "notes.json"), JSON.stringify({ ...notes, index: ["year"], unique: ["title"] }));
   const second = await cli(dir, ["migrate"]);
   expect(second.code).toBe(0);
-  expect(indexes()).toEqual(["ix:notes:_created", "ix:notes:_modified", "ix:notes:unique:title", "ix:notes:year"]);
+  expect(indexes()).toEqual(["ix:notes:_created", "ix:notes:_id", "ix:notes:_modified", "ix:notes:unique:title", "ix:notes:year"]);
   writeFileSync(join(dir, "resources", "notes.json"), JSON.stringify(notes));
   expect((await cli(dir, ["migrate"])).code).toBe(0);
-  expect(indexes()).toEqual(["ix:notes:_created", "ix:notes:_modified"]);
+  expect(indexes()).toEqual(["ix:notes:_created", "ix:notes:_id", "ix:notes:_modified"]);
 });
