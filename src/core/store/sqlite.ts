@@ -14,6 +14,7 @@ import { dirname } from "node:path";
 import { AppError } from "../errors";
 import type { ResourceDef } from "../definitions/types";
 import { quoteIdent, sqliteDialect } from "./dialect";
+import { Checkpointer, FALLBACK_AUTOCHECKPOINT_PAGES } from "./checkpointer";
 import { countCaptureSql, flushCounts, flushSearchIndex, migrateInternal, searchTable, syncResource } from "./sqlite-schema";
 import { SqliteJobs, insertJob } from "./sqlite-jobs";
 import { BoundedMemo } from "./memo";
@@ -82,6 +83,7 @@ export class SqliteStore implements Store {
   private readonly versionStmt: Statement;
 
   private pool: ReadPool | null = null;
+  private checkpointer: Checkpointer | null = null;
   private readonly readWorkers: number;
   private readonly queryBudgetMs: number;
   /** Misses being computed, shared by requests that ask the same meanwhile. */
@@ -105,6 +107,11 @@ export class SqliteStore implements Store {
     // holding the write lock (a CLI import) never freezes the server's event loop.
     configure(this.writer, 50, 32);
     migrateInternal(this.writer);
+    if (this.readWorkers > 0) {
+      // A server: checkpoints run on a worker's connection, not inside a request's commit.
+      this.writer.exec(`PRAGMA wal_autocheckpoint=${FALLBACK_AUTOCHECKPOINT_PAGES}`);
+      this.checkpointer = new Checkpointer(path);
+    }
     this.reader = new Database(path, { readonly: true, strict: true });
     configure(this.reader, 5000, 64);
     this.versionStmt = this.reader.query("PRAGMA data_version");
@@ -377,6 +384,7 @@ export class SqliteStore implements Store {
   async close(): Promise<void> {
     while (this.draining || this.queue.length) await Bun.sleep(5);
     this.pool?.close();
+    await this.checkpointer?.stop();
     this.reader.close();
     // Workers end asynchronously, and a reader still inside a query keeps the WAL in use: retry the
     // truncating checkpoint briefly rather than leave a WAL behind (a restore or copy then needs it).

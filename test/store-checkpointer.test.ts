@@ -1,0 +1,40 @@
+/**
+ * In a server (read workers on), WAL checkpoints run on a worker's connection, not inside a
+ * request's commit: the WAL is copied back in the background and reused from its start, so it does
+ * not grow with the writes although the writer's own automatic checkpoint waits for 64 MB.
+ */
+import { afterAll, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { SqliteStore } from "../src/core/store/sqlite";
+import { buildDefinition } from "../src/core/definitions/load";
+
+const dir = mkdtempSync(join(tmpdir(), "resd-ckpt-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const def = buildDefinition("items", { fields: { body: { type: "text" } } } as never, null);
+const batch = async (s: SqliteStore, from: number) =>
+  s.transaction(async (tx) => {
+    for (let i = from; i < from + 1000; i++) {
+      await tx.insert("items", { uuid: `u${i}`, data: JSON.stringify({ body: `${i} ${"x".repeat(1000)}` }), _created: 1, _modified: 1, _created_by: null, _modified_by: null });
+    }
+  });
+
+test("the WAL is checkpointed in the background and reused, not grown", async () => {
+  const path = join(dir, "resd.db");
+  const s = new SqliteStore(path, { readWorkers: 2 });
+  await s.syncSchema([def]);
+  await batch(s, 0);
+  const first = statSync(`${path}-wal`).size;
+  expect(first).toBeGreaterThan(1_000_000);
+  // The worker checkpoints every 250 ms; once all frames are back in the database, the next
+  // transaction writes the WAL from its start again.
+  await Bun.sleep(1000);
+  await batch(s, 1000);
+  const second = statSync(`${path}-wal`).size;
+  expect(second).toBeLessThan(first * 1.5);
+  await s.close();
+  // Closing truncates the WAL.
+  expect(statSync(`${path}-wal`, { throwIfNoEntry: false })?.size ?? 0).toBe(0);
+});
