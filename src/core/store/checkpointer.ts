@@ -34,15 +34,18 @@ export const FALLBACK_AUTOCHECKPOINT_PAGES = 16384;
 export class Checkpointer {
   private readonly worker: Worker;
 
-  constructor(path: string, intervalMs = 250) {
+  /** `onFailure` runs if the worker dies (it cannot open the database, say): the writer then checkpoints as before. */
+  constructor(path: string, onFailure: () => void, intervalMs = 250) {
     const url = URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "application/javascript" }));
     this.worker = new Worker(url);
     this.worker.unref();
+    this.worker.onerror = () => onFailure();
     this.worker.postMessage({ type: "start", path, intervalMs });
   }
 
   /** Stops checkpointing and closes the worker's connection (so that a final TRUNCATE can complete). */
   stop(): Promise<void> {
+    this.worker.onerror = null; // the store is closing: nothing to fall back to
     return new Promise((resolve) => {
       const done = () => {
         this.worker.terminate();

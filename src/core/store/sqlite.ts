@@ -110,7 +110,7 @@ export class SqliteStore implements Store {
     if (this.readWorkers > 0) {
       // A server: checkpoints run on a worker's connection, not inside a request's commit.
       this.writer.exec(`PRAGMA wal_autocheckpoint=${FALLBACK_AUTOCHECKPOINT_PAGES}`);
-      this.checkpointer = new Checkpointer(path);
+      this.checkpointer = new Checkpointer(path, () => this.writer.exec("PRAGMA wal_autocheckpoint=1000"));
     }
     this.reader = new Database(path, { readonly: true, strict: true });
     configure(this.reader, 5000, 64);
