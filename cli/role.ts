@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { addRole, listRoles, removeRole, roleHolders, setRolePermissions, unknownResourcePermissions, type RoleSummary } from "../src/core/access/accounts";
+import { addRole, findRole, listRoles, removeRole, roleHolders, setRolePermissions, unknownResourcePermissions, type RoleSummary } from "../src/core/access/accounts";
 import type { Site } from "../src/core/site";
 import { badRequest } from "../src/core/errors";
 import { action, withSite } from "./common";
@@ -30,7 +30,7 @@ export function registerRole(program: Command) {
     .option("--json", "print the created role as JSON")
     .action(action(async (name: string, permissions: string[], o: Opts & { ifMissing?: boolean }) => {
       const out = await withSite(o, async (site) => {
-        const existing = o.ifMissing ? (await listRoles(site)).find((r) => r.name === name) : undefined;
+        const existing = o.ifMissing ? await findRole(site, name) : null;
         if (existing) return { role: existing, created: false };
         warnUnknown(site, permissions);
         return { role: await addRole(site, name, permissions), created: true };

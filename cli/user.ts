@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { addUser, listUsers, removeUser, setApiAccess, setPassword } from "../src/core/access/accounts";
+import { findUserByEmail } from "../src/core/access/users";
 import { action, withSite } from "./common";
 import { badRequest } from "../src/core/errors";
 import { readNewPassword } from "./prompt";
@@ -39,7 +40,7 @@ export function registerUser(program: Command) {
     .option("--json", "print the created user as JSON")
     .action(action(async (email: string, o: Opts & PasswordOpts & { role?: string; name?: string; api?: boolean; ifMissing?: boolean }) => {
       const u = await withSite(o, async (site) => {
-        const existing = o.ifMissing ? (await listUsers(site)).find((x) => x.email.toLowerCase() === email.toLowerCase()) : undefined;
+        const existing = o.ifMissing ? await findUserByEmail(site, email) : null;
         // Asked only when it will be used: --if-missing on an existing user needs no password.
         return existing ? null : addUser(site, { email, password: await passwordOf(o), role: o.role, name: o.name, api: o.api });
       });

@@ -108,25 +108,29 @@ export async function tokenForEmail(site: Site, email: string): Promise<IssuedTo
 
 export type RoleSummary = { uuid: string; name: string; permissions: string[] };
 
+const roleSummary = (row: StoredRecord): RoleSummary => {
+  const d = JSON.parse(row.data) as { name?: string; permissions?: string[] };
+  return { uuid: row.uuid, name: d.name ?? "", permissions: d.permissions ?? [] };
+};
+
 export async function listRoles(site: Site): Promise<RoleSummary[]> {
   const out: RoleSummary[] = [];
-  for await (const row of site.store.stream("roles", everyRow)) {
-    const d = JSON.parse(row.data) as { name?: string; permissions?: string[] };
-    out.push({ uuid: row.uuid, name: d.name ?? "", permissions: d.permissions ?? [] });
-  }
+  for await (const row of site.store.stream("roles", everyRow)) out.push(roleSummary(row));
   return out;
 }
 
+/** The role of this name (names are unique), or null. */
+export async function findRole(site: Site, name: string): Promise<RoleSummary | null> {
+  const row = await site.store.findBy("roles", "name", name);
+  return row ? roleSummary(row) : null;
+}
+
+/** A role by name, or by uuid. */
 async function roleByName(site: Site, name: string) {
   const row = (await site.store.findBy("roles", "name", name)) ?? (await site.store.get("roles", name));
   if (!row) throw notFound(`no role named ${name}`);
   return row;
 }
-
-const roleSummary = (row: StoredRecord): RoleSummary => {
-  const d = JSON.parse(row.data) as { name?: string; permissions?: string[] };
-  return { uuid: row.uuid, name: d.name ?? "", permissions: d.permissions ?? [] };
-};
 
 /** Creates a role; the same account guard as an API write decides (SYSTEM may do anything). */
 export async function addRole(site: Site, name: string, permissions: string[], by: Principal = SYSTEM): Promise<RoleSummary> {

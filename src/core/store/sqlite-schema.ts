@@ -190,7 +190,7 @@ export function flushSearchIndex(db: Database, d: Dialect, written: Map<string, 
  * one burst of creates mostly have consecutive ids, and a range is a plain rowid scan), else as a
  * JSON list. Null for no ids.
  */
-export function idsIn(col: string, ids: Iterable<number>): { sql: string; args: (number | string)[] } | null {
+function idsIn(col: string, ids: Iterable<number>): { sql: string; args: (number | string)[] } | null {
   const sorted = Float64Array.from(ids).sort();
   if (!sorted.length) return null;
   const ranges: [number, number][] = [];
@@ -215,7 +215,7 @@ export function idsIn(col: string, ids: Iterable<number>): { sql: string; args: 
 function syncCounts(db: Database, def: ResourceDef, d: Dialect): SchemaChange[] {
   const table = d.table(def.name);
   const fields = countedFields(def);
-  const spec = JSON.stringify({ v: 3, fields, keys: countKeys(fields, "t") });
+  const spec = JSON.stringify({ v: 3, fields });
   if (derivedSpec(db, def.name, "counts") === spec) return [];
   for (const t of ["count-insert", "count-update", "count-delete"]) db.exec(`DROP TRIGGER IF EXISTS ${trigger(def.name, t)}`);
   recount(db, def.name, table, spec);
@@ -223,13 +223,13 @@ function syncCounts(db: Database, def: ResourceDef, d: Dialect): SchemaChange[] 
   return [{ resource: def.name, action: "index-added", detail: `maintained counts${fields.length ? ` per ${fields.join(", ")}` : ""}` }];
 }
 
-/** A JSON array of a row's count keys: '' (every record) and field NUL quote(value) per counted field. */
-function countKeys(fields: string[], row: string): string {
-  return `json_array(''${fields.map((f) => `, '${f.replace(/'/g, "''")}' || char(0) || quote(json_extract(${row}.data, ${jsonPath(f)}))`).join("")})`;
-}
+/** A row's count key for one field: the field, NUL, and quote() of its value (see countKey in derived.ts). */
+const fieldKey = (field: string, row: string) => `'${field.replace(/'/g, "''")}' || char(0) || quote(json_extract(${row}.data, ${jsonPath(field)}))`;
 
-const keysOf = (spec: string) => (JSON.parse(spec) as { keys: string }).keys;
 const fieldsOf = (spec: string) => (JSON.parse(spec) as { fields: string[] }).fields;
+
+/** A JSON array of a row's count keys: '' (every record) and one per counted field. */
+const countKeys = (spec: string, row: string) => `json_array(''${fieldsOf(spec).map((f) => `, ${fieldKey(f, row)}`).join("")})`;
 
 /**
  * Adds the keys of the rows matching `where` to the counts, row by row into the counts table. Not a
@@ -239,8 +239,7 @@ function addKeyCounts(db: Database, resource: string, table: string, spec: strin
   const bump = "ON CONFLICT(resource, key) DO UPDATE SET n = n + excluded.n";
   db.query(`INSERT INTO _resd_counts (resource, key, n) SELECT ?, '', count(*) FROM ${table} AS t WHERE ${where.sql} ${bump}`).run(resource, ...where.args);
   for (const f of fieldsOf(spec)) {
-    const key = `'${f.replace(/'/g, "''")}' || char(0) || quote(json_extract(t.data, ${jsonPath(f)}))`;
-    db.query(`INSERT INTO _resd_counts (resource, key, n) SELECT ?, ${key}, 1 FROM ${table} AS t WHERE ${where.sql} ${bump}`).run(resource, ...where.args);
+    db.query(`INSERT INTO _resd_counts (resource, key, n) SELECT ?, ${fieldKey(f, "t")}, 1 FROM ${table} AS t WHERE ${where.sql} ${bump}`).run(resource, ...where.args);
   }
 }
 
@@ -252,7 +251,7 @@ function recount(db: Database, resource: string, table: string, spec: string): v
 /** The SQL that reads one row's id and count keys by uuid (before its update or delete), or null when the resource keeps none. */
 export function countCaptureSql(db: Database, resource: string, d: Dialect): string | null {
   const spec = derivedSpec(db, resource, "counts");
-  return spec ? `SELECT t.id AS id, ${keysOf(spec)} AS k FROM ${d.table(resource)} AS t WHERE t.uuid = ?` : null;
+  return spec ? `SELECT t.id AS id, ${countKeys(spec, "t")} AS k FROM ${d.table(resource)} AS t WHERE t.uuid = ?` : null;
 }
 
 /**

@@ -13,7 +13,7 @@ import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import { AppError } from "../errors";
 import type { ResourceDef } from "../definitions/types";
-import { quoteIdent, sqliteDialect } from "./dialect";
+import { sqliteDialect } from "./dialect";
 import { Checkpointer, FALLBACK_AUTOCHECKPOINT_PAGES } from "./checkpointer";
 import { countCaptureSql, flushCounts, flushSearchIndex, migrateInternal, searchTable, syncResource } from "./sqlite-schema";
 import { SqliteJobs, insertJob } from "./sqlite-jobs";
@@ -450,16 +450,12 @@ export class SqliteStore implements Store {
     }
     const done: Settled[] = [];
     const touched = new Set<string>();
-    this.written.clear();
-    this.idsBefore.clear();
-    this.before.clear();
+    this.forgetWrites();
     try {
       for (const job of batch) done.push(await this.runJob(job, touched));
       flushSearchIndex(this.writer, this.dialect, this.written, this.idsBefore);
       flushCounts(this.writer, this.dialect, this.written, this.before);
-      this.written.clear();
-      this.idsBefore.clear();
-      this.before.clear();
+      this.forgetWrites();
       const now = Date.now();
       const mark = this.writer.query("INSERT INTO _resd_changes (resource, changed_ms) VALUES (?, ?) ON CONFLICT(resource) DO UPDATE SET changed_ms = max(changed_ms + 1, excluded.changed_ms)");
       for (const r of touched) mark.run(r, now);
@@ -469,9 +465,7 @@ export class SqliteStore implements Store {
       // The commit or the savepoint machinery itself failed (I/O, disk full): nothing of the batch
       // stays, every request hears of it, and the writer is left outside any transaction.
       if (this.writer.inTransaction) this.writer.exec("ROLLBACK");
-      this.written.clear();
-      this.idsBefore.clear();
-      this.before.clear();
+      this.forgetWrites();
       const failure = new AppError(500, "INTERNAL_ERROR", `the write failed: ${(e as Error).message}`);
       done.forEach((d) => d.job.reject(d.ok ? failure : d.value));
       batch.slice(done.length).forEach((j) => j.reject(failure));
@@ -509,6 +503,13 @@ export class SqliteStore implements Store {
     if (ids === null) return;
     if (!ids) this.written.set(resource, (ids = new Set()));
     ids.add(Number(id));
+  }
+
+  /** What the open transaction noted for its derived data (search index, counts): nothing yet. */
+  private forgetWrites(): void {
+    this.written.clear();
+    this.idsBefore.clear();
+    this.before.clear();
   }
 
   /** Per resource written in the open transaction, its largest row id before it (rows above were never indexed). */
