@@ -364,7 +364,7 @@ export function buildOpenApi(site: Site, p: Principal, serverUrl: string, opts: 
       ...Object.fromEntries(["imported", "errors", "created", "updated", "total"].map((k) => [k, { type: "integer" }])),
       matched: { type: "object", description: "updated rows per key that found their record (uuid, id, name, title or the match field)", additionalProperties: { type: "integer" } },
     }, required: ["imported", "errors", "created", "updated", "total", "matched"] },
-    HistoryEntry: { type: "object", properties: { id: { type: "integer" }, action: { type: "string", enum: ["create", "update", "delete", "restore"] }, at: { type: "integer", description: "milliseconds since the epoch" }, user: { type: "string", nullable: true }, record: { type: "object" } } },
+    HistoryEntry: { type: "object", properties: { id: { type: "integer", description: "0: the creation of a record never changed since (also accepted by restore once it has an id of its own)" }, action: { type: "string", enum: ["create", "update", "delete", "restore"] }, at: { type: "integer", description: "milliseconds since the epoch" }, user: { type: "string", nullable: true }, record: { type: "object" } } },
     FileMeta: { type: "object", properties: { uuid: { type: "string" }, name: { type: "string" }, title: { type: "string" }, type: { type: "string" }, size: { type: "integer" }, width: { type: "integer" }, height: { type: "integer" }, orientation: { type: "string" } } },
   };
   const tags: { name: string; description?: string }[] = opts.tokens ? [{ name: AUTH_TAG, description: "bearer tokens" }] : [];

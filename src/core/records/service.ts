@@ -11,7 +11,7 @@ import { AppError, badRequest, conflict, notFound } from "../errors";
 import type { ResourceDef } from "../definitions/types";
 import { compileList } from "../query/compile";
 import { parseListParams, type ListParams } from "../query/parse";
-import type { StoreTx, StoredRecord } from "../store/types";
+import type { HistoryEntry, StoreTx, StoredRecord } from "../store/types";
 import { visibleData } from "./output";
 import { asObject, checkUuid, prepareValues, type Values } from "./prepare";
 
@@ -71,11 +71,24 @@ function event(def: ResourceDef, action: WriteEvent["action"], row: StoredRecord
   };
 }
 
-/** Records history, runs in-transaction hooks and schedules listeners for one write. */
-async function afterWrite(site: Site, tx: StoreTx, def: ResourceDef, e: WriteEvent, row: StoredRecord, history: "create" | "update" | "delete" | "restore") {
-  if (def.history) {
-    await tx.addHistory({ resource: def.name, uuid: row.uuid, action: history, at: Date.now(), user: e.user, data: row.data, _created: row._created });
+type Write = { action: WriteEvent["action"]; row: StoredRecord; previous: StoredRecord | null; user: string | null; data?: Values };
+
+/**
+ * Records history, runs in-transaction hooks and schedules listeners for one write.
+ *
+ * A record's creation is not copied into its history: until the record first changes, the record
+ * itself is its creation state (see historyOf). The first update, delete or restore writes that
+ * "create" entry from the record as it was, then its own. An import of a million new records so
+ * writes a million rows, not two million, with nothing lost.
+ */
+async function afterWrite(site: Site, tx: StoreTx, def: ResourceDef, w: Write, history: "create" | "update" | "delete" | "restore") {
+  if (def.history && history !== "create") {
+    if (w.previous) await tx.addCreationIfMissing(def.name, w.previous);
+    await tx.addHistory({ resource: def.name, uuid: w.row.uuid, action: history, at: Date.now(), user: w.user, data: w.row.data, _created: w.row._created });
   }
+  // The event is built only for whoever receives it: an import has usually nobody.
+  if (!site.txHooks.length && !site.listeners.length) return;
+  const e = event(def, w.action, w.row, w.previous, w.user, w.data);
   for (const hook of site.txHooks) await hook(tx, e);
   // Without listeners nothing is scheduled: an import of a million rows must not hold a million events.
   if (site.listeners.length) tx.afterCommit(() => {
@@ -95,7 +108,7 @@ async function insertPrepared(site: Site, tx: StoreTx, def: ResourceDef, uuid: s
   const now = nowSec();
   const row: StoredRecord = { uuid, data: JSON.stringify(values), _created: created ?? now, _modified: now, _created_by: user, _modified_by: user };
   await tx.insert(def.name, row);
-  await afterWrite(site, tx, def, event(def, "create", row, null, user, values), row, history);
+  await afterWrite(site, tx, def, { action: "create", row, previous: null, user, data: values }, history);
   return row;
 }
 
@@ -106,7 +119,7 @@ async function updatePrepared(site: Site, tx: StoreTx, def: ResourceDef, existin
   const user = by.p.uuid;
   const row: StoredRecord = { ...existing, data: JSON.stringify(data), _modified: nowSec(), _modified_by: user };
   await tx.update(def.name, row);
-  await afterWrite(site, tx, def, event(def, "update", row, existing, user, data), row, history);
+  await afterWrite(site, tx, def, { action: "update", row, previous: existing, user, data }, history);
   return row;
 }
 
@@ -208,10 +221,23 @@ export async function deleteAllRecords(site: Site, p: Principal, resource: strin
 
 export type HistoryView = { id: number; action: string; at: number; user: string | null; uuid?: string; record: Record<string, unknown> };
 
+/**
+ * A record's history, oldest first. A record never changed since its creation has no stored entry:
+ * its creation is the record itself, shown as entry 0 (see afterWrite). Entry 0 keeps naming the
+ * creation once a change has written it out under an id of its own.
+ */
+async function historyOf(site: Site, def: ResourceDef, uuid: string): Promise<HistoryEntry[]> {
+  const entries = await site.store.history(def.name, uuid);
+  if (entries.length || !def.history) return entries;
+  const row = await site.store.get(def.name, uuid);
+  if (!row) return entries;
+  return [{ id: 0, resource: def.name, uuid, action: "create", at: row._created * 1000, user: row._created_by, data: row.data, _created: row._created }];
+}
+
 export async function recordHistory(site: Site, p: Principal, resource: string, uuid: string): Promise<HistoryView[]> {
   const def = site.resource(resource);
   authorize(p, resource, "view", uuid);
-  const entries = await site.store.history(resource, uuid);
+  const entries = await historyOf(site, def, uuid);
   if (!entries.length && !(await site.store.get(resource, uuid))) throw notFound(`${resource}/${uuid} has no record and no history`);
   return entries.map((e) => ({ id: e.id, action: e.action, at: e.at, user: e.user, record: visibleData(def, JSON.parse(e.data)) }));
 }
@@ -232,8 +258,9 @@ export async function restoreRecord(site: Site, p: Principal, resource: string, 
   const def = site.resource(resource);
   authorize(p, resource, "edit", uuid);
   authorize(p, resource, "create");
-  const entries = await site.store.history(resource, uuid);
-  const entry = entryId !== undefined ? entries.find((e) => e.id === entryId) : entries.at(-1);
+  const entries = await historyOf(site, def, uuid);
+  // Entry 0 is the creation, whether it is still the record itself or was written out since.
+  const entry = entryId === undefined ? entries.at(-1) : entries.find((e) => e.id === entryId || (entryId === 0 && e.action === "create"));
   if (!entry) throw notFound(entryId !== undefined ? `history entry ${entryId} of ${resource}/${uuid} does not exist` : `${resource}/${uuid} has no history`);
   if (entryId === undefined && entry.action !== "delete") throw conflict(`${resource}/${uuid} is not deleted; name a history entry to roll back to`);
   const deletedAt = entries.at(-1)?.action === "delete" ? entries.at(-1)!.at : null;
@@ -254,7 +281,7 @@ export async function restoreRecord(site: Site, p: Principal, resource: string, 
 async function deletePrepared(site: Site, tx: StoreTx, def: ResourceDef, existing: StoredRecord, by: Actor): Promise<void> {
   if (ACCOUNT_RESOURCES.has(def.name)) await guardAccountWrite(site, tx, by.p, def, { uuid: existing.uuid, before: parse(existing), after: null, via: by.via });
   await tx.delete(def.name, existing.uuid);
-  await afterWrite(site, tx, def, event(def, "delete", existing, existing, by.p.uuid), existing, "delete");
+  await afterWrite(site, tx, def, { action: "delete", row: existing, previous: existing, user: by.p.uuid }, "delete");
 }
 
 /** Core-level writers for library code and import: same rules, no HTTP. */

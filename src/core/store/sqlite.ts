@@ -494,6 +494,7 @@ export class SqliteStore implements Store {
 
 
   private historyStmt: Statement | null = null;
+  private creationStmt: Statement | null = null;
   /** The writer's per-resource statements, prepared once (an import runs them a million times). */
   /** Record ids written in the open transaction, per resource (null: all of them), for the search index. */
   private readonly written = new Map<string, Set<number> | null>();
@@ -593,6 +594,10 @@ export class SqliteStore implements Store {
       },
       deleteAll: async (resource, history) => {
         if (history) {
+          // Records never changed get their creation entry first, as any single delete would.
+          w.query(`INSERT INTO _resd_history (resource, uuid, action, at, user, data, _created)
+              SELECT ?1, r.uuid, 'create', r._created * 1000, r._created_by, r.data, r._created FROM ${t(resource)} r
+              WHERE NOT EXISTS (SELECT 1 FROM _resd_history h WHERE h.resource = ?1 AND h.uuid = r.uuid)`).run(resource);
           w.query(`INSERT INTO _resd_history (resource, uuid, action, at, user, data, _created) SELECT ?, uuid, 'delete', ?, ?, data, _created FROM ${t(resource)}`)
             .run(resource, history.at, history.user);
         }
@@ -604,6 +609,11 @@ export class SqliteStore implements Store {
       addHistory: async (e) => {
         (this.historyStmt ??= w.prepare("INSERT INTO _resd_history (resource, uuid, action, at, user, data, _created) VALUES (?, ?, ?, ?, ?, ?, ?)"))
           .run(e.resource, e.uuid, e.action, e.at, e.user, e.data, e._created);
+      },
+      addCreationIfMissing: async (resource, row) => {
+        (this.creationStmt ??= w.prepare(`INSERT INTO _resd_history (resource, uuid, action, at, user, data, _created)
+            SELECT ?1, ?2, 'create', ?3, ?4, ?5, ?6 WHERE NOT EXISTS (SELECT 1 FROM _resd_history WHERE resource = ?1 AND uuid = ?2)`))
+          .run(resource, row.uuid, row._created * 1000, row._created_by, row.data, row._created);
       },
       afterCommit: (fn) => after.push(fn),
       enqueueJob: async (job) => insertJob(w, job),

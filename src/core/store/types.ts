@@ -57,6 +57,11 @@ export interface StoreTx {
   /** Deletes every record; returns how many, after copying each into history when asked. */
   deleteAll(resource: string, history: { user: string | null; at: number } | null): Promise<number>;
   addHistory(entry: Omit<HistoryEntry, "id">): Promise<void>;
+  /**
+   * Writes the record's "create" entry from `row` (as it is before this change) unless the record
+   * has history already: creations are kept lazily, see the record service.
+   */
+  addCreationIfMissing(resource: string, row: StoredRecord): Promise<void>;
   /** Runs after the whole transaction committed; dropped when it rolls back. */
   afterCommit(fn: () => void): void;
   /** Queues a job that exists if and only if this transaction commits. */
