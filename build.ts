@@ -24,8 +24,11 @@ import { parseArgs } from "node:util";
 import { findSharpNativeFiles, SHARP_PLATFORM_BY_TARGET, sharpEmbedPlugin } from "./src/build/sharp-embed-plugin.ts";
 import { fetchSharpNative } from "./src/build/fetch-native.ts";
 import { bundleAdmin, serializeBundle } from "./src/build/admin-bundle.ts";
+import { WORKER_MODULES } from "./src/build/worker-url.ts";
 
 const ROOT = import.meta.dir;
+/** Modules started with `new Worker(workerSpecifier(…))`, embedded beside the entry. */
+const WORKER_ENTRIES = WORKER_MODULES.map((path) => resolve(ROOT, path));
 const PRIMARY_TARGET = "bun-linux-x64";
 /** Built in addition to the primary target when their sharp packages are installed. */
 const EXTRA_TARGETS = ["bun-linux-arm64"];
@@ -123,7 +126,8 @@ for (const [i, target] of targets.entries()) {
   let result: Awaited<ReturnType<typeof Bun.build>>;
   try {
     result = await Bun.build({
-      entrypoints: [entry],
+      // Worker entry points must be listed to be embedded; the main entry stays first.
+      entrypoints: [entry, ...WORKER_ENTRIES],
       compile: { target: target as Bun.Build.CompileTarget, outfile: out, autoloadDotenv: false },
       minify: !values["no-minify"],
       sourcemap: "linked",

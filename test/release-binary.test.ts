@@ -3,9 +3,10 @@
  * (no node_modules, no Bun on PATH), does what a self-hoster does on day one.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { rmSync, readdirSync, existsSync } from "node:fs";
+import { rmSync, readdirSync, existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import sharp from "sharp";
+import { WORKER_FROM_BYTES } from "../src/core/transfer/import";
 import { bareEnv, loneBinary } from "./helpers/binary";
 
 let work: string;
@@ -91,4 +92,17 @@ test("user add, token, serve, upload a JPEG, /img as WebP, export and import rou
     };
     expect(records(back.stdout)).toEqual(records(orig.stdout));
   }
+}, 120_000);
+
+test("a large import runs its reading thread from inside the binary", async () => {
+  const file = join(work, "many.csv");
+  const rows = Array.from({ length: 60_000 }, (_, i) => `Note ${i},${1900 + (i % 100)},"a long enough body for note ${i}, so that the file passes the worker threshold"`);
+  await Bun.write(file, ["title,year,body", ...rows].join("\n"));
+  expect(statSync(file).size).toBeGreaterThan(WORKER_FROM_BYTES);
+  const other = join(work, "other-large");
+  await Bun.write(join(other, "resources/notes.json"), JSON.stringify({ fields: { title: { type: "text" }, year: { type: "number" }, body: { type: "textarea" } } }));
+  const imp = await run(["import", "notes", file, "--dir", other, "--json"], work);
+  expect(imp.stderr).toBe("");
+  expect(imp.code).toBe(0);
+  expect(JSON.parse(imp.stdout).stats).toEqual({ imported: 60_000, errors: 0, created: 60_000, updated: 0, total: 60_000, matched: {} });
 }, 120_000);

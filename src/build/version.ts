@@ -21,3 +21,5 @@ declare const RESD_COMMIT: string | undefined;
 
 export const version: string = typeof RESD_VERSION === "string" ? RESD_VERSION : pkg.version;
 export const commit: string = typeof RESD_COMMIT === "string" ? RESD_COMMIT : "dev";
+/** True inside the executable built by build.ts, false when running from source. */
+export const embedded: boolean = typeof RESD_VERSION === "string";

@@ -24,6 +24,15 @@ export type WriteEvent = {
   user: string | null;
 };
 
+/**
+ * Work done inside a write's transaction. `wants` is asked first so that a write nobody listens to
+ * (most rows of an import) builds no event.
+ */
+export type TxHook = {
+  wants(resource: string, action: WriteEvent["action"]): boolean;
+  run(tx: StoreTx, e: WriteEvent): Promise<void>;
+};
+
 export type Site = {
   config: Config;
   defs: Map<string, ResourceDef>;
@@ -31,7 +40,7 @@ export type Site = {
   schemaChanges: SchemaChange[];
   store: Store;
   /** Runs inside the write's transaction (e.g. to queue jobs atomically with the record). */
-  txHooks: ((tx: StoreTx, e: WriteEvent) => Promise<void>)[];
+  txHooks: TxHook[];
   /** Runs after the write committed; a throwing listener never affects the write. */
   listeners: ((e: WriteEvent) => void | Promise<void>)[];
   /** The definition of a resource served by the generic API, or 404. */

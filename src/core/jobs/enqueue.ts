@@ -5,7 +5,7 @@
  * commit by the extension runtime (src/core/extensions/events.ts).
  */
 import type { ResourceDef } from "../definitions/types";
-import type { Site, WriteEvent } from "../site";
+import type { Site, TxHook, WriteEvent } from "../site";
 import type { StoreTx } from "../store/types";
 
 export const LIFECYCLE = ["create", "update", "delete"] as const;
@@ -53,13 +53,16 @@ export function onJobQueued(site: Site, fn: () => void): () => void {
 }
 
 /** The txHook installed on every site (HTTP, CLI import…): queues the write's `job:` entries. */
-export function queueJobsHook(site: Site) {
-  return async (tx: StoreTx, e: WriteEvent): Promise<void> => {
-    const { jobs } = lifecycleEntries(site.defs.get(e.resource), e.action);
-    if (!jobs.length) return;
-    const payload = JSON.stringify(e);
-    const now = Date.now();
-    for (const type of jobs) await tx.enqueueJob({ type, resource: e.resource, action: e.action, uuid: e.uuid, payload, run_at: now });
-    tx.afterCommit(() => wakers.get(site)?.forEach((fn) => fn()));
+export function queueJobsHook(site: Site): TxHook {
+  return {
+    wants: (resource, action) => lifecycleEntries(site.defs.get(resource), action).jobs.length > 0,
+    run: async (tx: StoreTx, e: WriteEvent): Promise<void> => {
+      const { jobs } = lifecycleEntries(site.defs.get(e.resource), e.action);
+      if (!jobs.length) return;
+      const payload = JSON.stringify(e);
+      const now = Date.now();
+      for (const type of jobs) await tx.enqueueJob({ type, resource: e.resource, action: e.action, uuid: e.uuid, payload, run_at: now });
+      tx.afterCommit(() => wakers.get(site)?.forEach((fn) => fn()));
+    },
   };
 }

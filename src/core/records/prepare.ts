@@ -7,7 +7,7 @@
 import type { FieldDef, ResourceDef } from "../definitions/types";
 import { isSystemField } from "../definitions/types";
 import { AppError, badRequest, type FieldErrors } from "../errors";
-import type { Store } from "../store/types";
+import type { RecordReads } from "../store/types";
 import { checkField, isEmpty } from "../validation/fields";
 import { cleanHtml } from "../validation/html";
 import { RULES, ruleNames } from "../validation/rules";
@@ -64,7 +64,7 @@ export type PrepareOptions = {
   allowMissingFiles?: boolean;
 };
 
-export async function prepareValues(store: Store, def: ResourceDef, input: Values, mode: "create" | "update", uuid: string, opts: PrepareOptions): Promise<Values> {
+export async function prepareValues(store: RecordReads, def: ResourceDef, input: Values, mode: "create" | "update", uuid: string, opts: PrepareOptions): Promise<Values> {
   const errors: FieldErrors = Object.create(null); // a key such as __proto__ must stay a key
   const out: Values = Object.create(null);
   for (const [name, raw] of Object.entries(input)) {
@@ -109,7 +109,7 @@ export async function prepareValues(store: Store, def: ResourceDef, input: Value
  * With `reference: "uuid"` (users' `role`) a name is stored as the record's uuid, so that a later
  * rename of the referenced record changes nothing about what the reference means.
  */
-async function checkReferences(store: Store, def: ResourceDef, out: Values, errors: FieldErrors) {
+async function checkReferences(store: RecordReads, def: ResourceDef, out: Values, errors: FieldErrors) {
   for (const [name, f] of Object.entries(def.fields)) {
     if (f.type !== "select" || !f.resource || errors[name] || isEmpty(out[name])) continue;
     const values = Array.isArray(out[name]) ? (out[name] as unknown[]) : [out[name]];
@@ -123,7 +123,7 @@ async function checkReferences(store: Store, def: ResourceDef, out: Values, erro
   }
 }
 
-async function checkUnique(store: Store, def: ResourceDef, out: Values, uuid: string, errors: FieldErrors) {
+async function checkUnique(store: RecordReads, def: ResourceDef, out: Values, uuid: string, errors: FieldErrors) {
   for (const name of def.unique) {
     if (errors[name] || isEmpty(out[name])) continue;
     const v = out[name];
@@ -147,7 +147,7 @@ const MD5 = /^[0-9a-f]{32}$/;
  * content). Unless the writer asks to bring records before their files (an import's
  * `allowMissingFiles`), each must exist.
  */
-async function checkFiles(store: Store, def: ResourceDef, out: Values, errors: FieldErrors) {
+async function checkFiles(store: RecordReads, def: ResourceDef, out: Values, errors: FieldErrors) {
   for (const [name, f] of Object.entries(def.fields)) {
     if (!FILE_TYPES.has(f.type) || errors[name] || isEmpty(out[name])) continue;
     const v = out[name];

@@ -87,9 +87,10 @@ async function afterWrite(site: Site, tx: StoreTx, def: ResourceDef, w: Write, h
     await tx.addHistory({ resource: def.name, uuid: w.row.uuid, action: history, at: Date.now(), user: w.user, data: w.row.data, _created: w.row._created });
   }
   // The event is built only for whoever receives it: an import has usually nobody.
-  if (!site.txHooks.length && !site.listeners.length) return;
+  const hooks = site.txHooks.filter((h) => h.wants(def.name, w.action));
+  if (!hooks.length && !site.listeners.length) return;
   const e = event(def, w.action, w.row, w.previous, w.user, w.data);
-  for (const hook of site.txHooks) await hook(tx, e);
+  for (const hook of hooks) await hook.run(tx, e);
   // Without listeners nothing is scheduled: an import of a million rows must not hold a million events.
   if (site.listeners.length) tx.afterCommit(() => {
     for (const l of site.listeners) {

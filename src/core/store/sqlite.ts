@@ -19,9 +19,9 @@ import { countCaptureSql, flushCounts, flushSearchIndex, migrateInternal, search
 import { SqliteJobs, insertJob } from "./sqlite-jobs";
 import { BoundedMemo } from "./memo";
 import { ReadPool } from "./read-pool";
-import type { CompiledQuery, HistoryEntry, SchemaChange, SqlValue, Store, StoreTx, StoredRecord } from "./types";
+import { COLS, SqliteReads } from "./sqlite-reads";
+import type { CompiledQuery, DetachedReads, HistoryEntry, SchemaChange, SqlValue, Store, StoreTx, StoredRecord } from "./types";
 
-const COLS = "uuid, data, _created, _modified, _created_by, _modified_by";
 const BATCH = 512;
 /** Rows per cached page (larger pages are not kept). */
 const PAGE_CACHE_ROWS = 200;
@@ -75,6 +75,7 @@ export class SqliteStore implements Store {
   readonly jobs = new SqliteJobs(this);
   private readonly writer: Database;
   private readonly reader: Database;
+  private readonly reads: SqliteReads;
   private queue: Job[] = [];
   private draining = false;
   /** Answers valid until anything commits (here or in another process), all dropped together then. */
@@ -114,6 +115,7 @@ export class SqliteStore implements Store {
     }
     this.reader = new Database(path, { readonly: true, strict: true });
     configure(this.reader, 5000, 64);
+    this.reads = new SqliteReads(this.reader, this.dialect);
     this.versionStmt = this.reader.query("PRAGMA data_version");
   }
 
@@ -139,15 +141,16 @@ export class SqliteStore implements Store {
     return this.transaction(async () => all.flatMap((d) => syncResource(this.writer, d, this.dialect)));
   }
 
-  /** The hottest statement of all (every read of one record): prepared once per resource. */
-  private readonly getStmts = new Map<string, Statement>();
   async get(resource: string, uuid: string): Promise<StoredRecord | null> {
-    let stmt = this.getStmts.get(resource);
-    if (!stmt) {
-      stmt = this.reader.prepare(`SELECT ${COLS} FROM ${this.dialect.table(resource)} WHERE uuid = ?`);
-      this.getStmts.set(resource, stmt);
-    }
-    return stmt.get(uuid) as StoredRecord | null;
+    return this.reads.get(resource, uuid);
+  }
+
+  detachedReads(): DetachedReads | null {
+    return this.path === ":memory:" ? null : { kind: "sqlite", path: this.path };
+  }
+
+  async *all(resource: string): AsyncIterable<StoredRecord> {
+    yield* this.stream(resource, { where: "", args: [], orderBy: "ORDER BY id", limit: null, offset: 0 });
   }
 
   private selectSql(resource: string, q: CompiledQuery): [string, SqlValue[]] {
@@ -321,16 +324,11 @@ export class SqliteStore implements Store {
   }
 
   async findBy(resource: string, field: string, value: SqlValue, except?: string): Promise<StoredRecord | null> {
-    const col = field === "uuid" ? "uuid" : this.dialect.field(field);
-    return this.reader
-      .query(`SELECT ${COLS} FROM ${this.dialect.table(resource)} WHERE ${col} = ? AND uuid != ? LIMIT 1`)
-      .get(value as never, (except ?? "") as never) as StoredRecord | null;
+    return this.reads.findBy(resource, field, value, except);
   }
 
   async findByKey(resource: string, field: string, key: string, value: SqlValue, except?: string): Promise<StoredRecord | null> {
-    return this.reader
-      .query(`SELECT ${COLS} FROM ${this.dialect.table(resource)} WHERE ${this.dialect.fieldKey(field, key)} = ? AND uuid != ? LIMIT 1`)
-      .get(value as never, (except ?? "") as never) as StoredRecord | null;
+    return this.reads.findByKey(resource, field, key, value, except);
   }
 
   async lastChange(resource: string): Promise<number> {

@@ -68,18 +68,29 @@ export interface StoreTx {
   enqueueJob(job: NewJob): Promise<void>;
 }
 
-export interface Store {
-  readonly dialect: Dialect;
-  syncSchema(defs: Iterable<ResourceDef>): Promise<SchemaChange[]>;
+/** The reads that checking a record write needs (write rules, import matching). */
+export interface RecordReads {
   get(resource: string, uuid: string): Promise<StoredRecord | null>;
-  page(resource: string, q: CompiledQuery): Promise<StoredRecord[]>;
-  /** Rows one by one on a connection of their own, so a long stream never pins other reads. */
-  stream(resource: string, q: CompiledQuery): AsyncIterable<StoredRecord>;
-  count(resource: string, q: Pick<CompiledQuery, "where" | "args" | "counted" | "search">): Promise<number>;
   /** Finds a record (other than `except`) whose field equals value: unique checks, import matching. */
   findBy(resource: string, field: string, value: SqlValue, except?: string): Promise<StoredRecord | null>;
   /** The same for one key of an object field (one language of a translated field). */
   findByKey(resource: string, field: string, key: string, value: SqlValue, except?: string): Promise<StoredRecord | null>;
+  /** Every record of a resource, in the order they were written. */
+  all(resource: string): AsyncIterable<StoredRecord>;
+}
+
+/** How another thread opens its own `RecordReads` on the same data (see openSqliteReads). */
+export type DetachedReads = { kind: "sqlite"; path: string };
+
+export interface Store extends RecordReads {
+  readonly dialect: Dialect;
+  syncSchema(defs: Iterable<ResourceDef>): Promise<SchemaChange[]>;
+  /** Where a worker thread can read the committed records itself; null when it cannot (an in-memory database). */
+  detachedReads(): DetachedReads | null;
+  page(resource: string, q: CompiledQuery): Promise<StoredRecord[]>;
+  /** Rows one by one on a connection of their own, so a long stream never pins other reads. */
+  stream(resource: string, q: CompiledQuery): AsyncIterable<StoredRecord>;
+  count(resource: string, q: Pick<CompiledQuery, "where" | "args" | "counted" | "search">): Promise<number>;
   /** A number that changes whenever anything (this process or another) commits; cheap to ask. */
   version(): number;
   /** Milliseconds of the last committed write (create, update or delete) in a resource; 0 if none. */

@@ -55,9 +55,7 @@ export class KeyTable {
       next.set(this.bytes);
       this.bytes = next;
     }
-    const hex = uuid.replaceAll("-", "");
-    const at = this.compact * 16;
-    for (let j = 0; j < 16; j++) this.bytes[at + j] = parseInt(hex.slice(j * 2, j * 2 + 2), 16);
+    this.bytes.set(Buffer.from(uuid.replaceAll("-", ""), "hex"), this.compact * 16);
     return this.compact++;
   }
 

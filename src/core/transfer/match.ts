@@ -6,7 +6,7 @@
  * count too, so a file that names one title twice updates the record its first row created.
  */
 import type { ResourceDef } from "../definitions/types";
-import type { Store, StoredRecord } from "../store/types";
+import type { RecordReads } from "../store/types";
 import { badRequest } from "../errors";
 import { checkField } from "../validation/fields";
 import { escapeShortcodes } from "../validation/shortcodes";
@@ -55,7 +55,7 @@ export class MatchIndex {
   /** Per unindexed field, the existing records' values (loaded once: a scan per row would be quadratic). */
   private readonly scanned = new Map<string, KeyTable>();
 
-  constructor(private readonly store: Store, private readonly def: ResourceDef) {}
+  constructor(private readonly store: RecordReads, private readonly def: ResourceDef) {}
 
   private indexed(field: string): boolean {
     return this.def.unique.includes(field) || this.def.indexes.some((cols) => cols.length >= 1 && cols[0] === field);
@@ -98,8 +98,7 @@ export class MatchIndex {
 
   private async scan(field: string): Promise<KeyTable> {
     const out = new KeyTable();
-    const rows: AsyncIterable<StoredRecord> = this.store.stream(this.def.name, { where: "", args: [], orderBy: "ORDER BY id", limit: null, offset: 0 });
-    for await (const row of rows) {
+    for await (const row of this.store.all(this.def.name)) {
       const v = (JSON.parse(row.data) as Record<string, unknown>)[field];
       if (typeof v !== "string" && typeof v !== "number") continue;
       out.set(keyOf(field, v), row.uuid);

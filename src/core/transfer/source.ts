@@ -15,13 +15,22 @@ import { JsonMembers } from "./json-members";
  */
 export type SourceRow = { row: number; values: Record<string, unknown>; error?: string };
 
+/** What reading the rows needs to know about a file once it was opened: a worker thread can read them too. */
+export type Layout = { format: Format; /** A JSON API answer: the records are under the resource's name. */ api: boolean };
+
 export type Source = {
   format: Format;
+  layout: Layout;
   /** The definition carried by a JSON export, if any. */
   meta: DefinitionFile | null;
   /** Rows in file order. `def` is needed by csv/tsv to decode cells by field type. */
   rows(def: ResourceDef): AsyncIterable<SourceRow>;
 };
+
+/** The rows of a file whose layout is known (see openSource). */
+export function rowsOf(file: Blob, layout: Layout, def: ResourceDef, progress?: Progress): AsyncIterable<SourceRow> {
+  return layout.format === "json" ? jsonRows(file, layout.api ? def.name : null, progress) : delimitedRows(file, layout.format, def, progress);
+}
 
 export type Progress = { bytes: number; totalBytes: number };
 
@@ -31,7 +40,10 @@ const SNIFF_BYTES = 64 * 1024;
 export async function openSource(file: Blob, name: string, resource: string, progress?: Progress): Promise<Source> {
   const head = await file.slice(0, SNIFF_BYTES).text();
   const format = sniffFormat(head, name);
-  if (format !== "json") return { format, meta: null, rows: (def) => delimitedRows(file, format, def, progress) };
+  if (format !== "json") {
+    const layout: Layout = { format, api: false };
+    return { format, layout, meta: null, rows: (def) => rowsOf(file, layout, def, progress) };
+  }
   return jsonSource(file, resource, progress);
 }
 
@@ -68,12 +80,8 @@ async function jsonSource(file: Blob, resource: string, progress?: Progress): Pr
   }, (key) => key === resource && (inner = true));
   for await (const _ of splitJson(file, outline, [])) { /* the callbacks take what they need */ }
   // An API answer's records are the object under the resource's name; other files are records at the top.
-  const api = success && inner;
-  return {
-    format: "json",
-    meta,
-    rows: (def) => jsonRows(file, api ? def.name : null, progress),
-  };
+  const layout: Layout = { format: "json", api: success && inner };
+  return { format: "json", layout, meta, rows: (def) => rowsOf(file, layout, def, progress) };
 }
 
 async function* jsonRows(file: Blob, under: string | null, progress?: Progress): AsyncIterable<SourceRow> {

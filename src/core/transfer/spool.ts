@@ -1,6 +1,7 @@
 /**
  * The prepared rows of an import, on disk between the two phases: validated and hashed outside the
- * transaction, then read back inside it. A file keeps memory flat for a million rows; it lives in
+ * transaction (on a worker thread for large files, while the transaction already writes), then read
+ * back inside it. A file keeps memory flat for a million rows whichever phase is ahead; it lives in
  * DIR/data and is removed when the import ends, committed or not.
  *
  * One line per row: `row \t kind \t by \t uuid \t created \t values-json`. JSON text never holds a
@@ -28,15 +29,23 @@ const READ_CHUNK = 1 << 20;
 /** Import spools are named so that a crash's leftovers can be found (see leftovers.ts). */
 export const isImportSpool = (name: string) => /^import-.*\.spool$/.test(name);
 
-export class Spool {
-  readonly path: string;
+/** The writing side, as the read phase sees it. */
+export type SpoolWriter = { write(e: SpoolEntry): void; readonly count: number };
+
+/** A new spool file's path in DIR/data (created empty, so that its reader can open it at once). */
+export function newSpoolPath(dataDir: string): string {
+  mkdirSync(dataDir, { recursive: true });
+  const path = join(dataDir, `import-${crypto.randomUUID()}.spool`);
+  closeSync(openSync(path, "w", 0o600));
+  return path;
+}
+
+export class Spool implements SpoolWriter {
   private readonly sink: FileSink;
   count = 0;
 
-  constructor(dataDir: string) {
-    mkdirSync(dataDir, { recursive: true });
-    this.path = join(dataDir, `import-${crypto.randomUUID()}.spool`);
-    this.sink = Bun.file(this.path).writer({ highWaterMark: READ_CHUNK });
+  constructor(readonly path: string) {
+    this.sink = Bun.file(path).writer({ highWaterMark: READ_CHUNK });
   }
 
   write(e: SpoolEntry): void {
@@ -44,37 +53,50 @@ export class Spool {
     this.count++;
   }
 
+  /** Puts what was written so far on disk, where a SpoolTail reads it. */
+  async flush(): Promise<void> {
+    await this.sink.flush();
+  }
+
   async finish(): Promise<void> {
     await this.sink.end();
   }
+}
 
-  /**
-   * Reads the entries back with synchronous reads of 1 MiB: the write transaction that consumes
-   * them then awaits nothing but the store.
-   */
-  *entries(): Generator<SpoolEntry> {
-    const fd = openSync(this.path, "r");
-    const buf = Buffer.allocUnsafe(READ_CHUNK);
-    const decoder = new TextDecoder();
-    let rest = "";
-    try {
-      for (;;) {
-        const n = readSync(fd, buf, 0, READ_CHUNK, null);
-        const text = rest + (n > 0 ? decoder.decode(buf.subarray(0, n), { stream: true }) : decoder.decode());
-        const lines = text.split("\n");
-        rest = lines.pop() ?? "";
-        for (const line of lines) yield parseLine(line);
-        if (n === 0) break;
-      }
-    } finally {
-      closeSync(fd);
-    }
+/**
+ * Reads a spool's entries as they reach the disk, also while it is still being written (by a
+ * reading worker): each call returns the complete lines written since the last one. Synchronous
+ * reads of 1 MiB, so the write transaction that consumes them awaits nothing but the store.
+ */
+export class SpoolTail {
+  private readonly fd: number;
+  private readonly buf = Buffer.allocUnsafe(READ_CHUNK);
+  private readonly decoder = new TextDecoder();
+  private rest = "";
+
+  constructor(readonly path: string) {
+    this.fd = openSync(path, "r");
   }
 
-  remove(): void {
-    rmSync(this.path, { force: true });
+  /** Entries of the complete lines now on disk, up to `maxChunks` MiB of them (empty at the current end). */
+  read(maxChunks = 4): SpoolEntry[] {
+    const out: SpoolEntry[] = [];
+    for (let i = 0; i < maxChunks; i++) {
+      const n = readSync(this.fd, this.buf, 0, READ_CHUNK, null);
+      if (n === 0) break;
+      const lines = (this.rest + this.decoder.decode(this.buf.subarray(0, n), { stream: true })).split("\n");
+      this.rest = lines.pop() ?? "";
+      for (const line of lines) out.push(parseLine(line));
+    }
+    return out;
+  }
+
+  close(): void {
+    closeSync(this.fd);
   }
 }
+
+export const removeSpool = (path: string) => rmSync(path, { force: true });
 
 function parseLine(line: string): SpoolEntry {
   const t1 = line.indexOf("\t");
