@@ -25,33 +25,79 @@ export function registerImport(program: Command) {
     .option("--strict", `all or nothing: if any row is rejected, write nothing and exit ${EXIT_REJECTED}`)
     .option("--allow-errors", `exit 0 even when rows were rejected (the others are written); without it rejected rows exit ${EXIT_REJECTED}`)
     .action(action(async (resource: string, file: string, o: Opts) => {
-      if (o.format !== undefined && !["json", "csv", "tsv"].includes(o.format)) throw new AppError(400, "INVALID_DATA", `--format must be json, csv or tsv, not ${o.format}`);
-      if (o.strict && o.allowErrors) throw new AppError(400, "INVALID_DATA", "give --strict or --allow-errors, not both");
-      const match = o.match === false ? "none" : o.match;
-      // Standard input is spooled to a temporary file: the import reads its source more than once.
-      const spooled = file === "-" ? await spoolStdin() : null;
-      const path = spooled ?? file;
-      if (!existsSync(path) || !statSync(path).isFile()) throw new AppError(400, "INVALID_DATA", `cannot read ${file}: no such file`);
-      const name = o.format ? `${file === "-" ? "stdin" : basename(file)}.${o.format}` : file === "-" ? "stdin" : basename(file);
-      const bar = process.stderr.isTTY ? progressBar() : null;
-      let r: ImportResult;
+      const interrupt = onInterrupt();
       try {
-        r = await withSite(o, (site) => importRecords(site, SYSTEM, resource, Bun.file(path), { name, strict: o.strict, allowMissingFiles: o.allowMissingFiles, match, onProgress: bar?.update }));
+        await importCommand(resource, file, o, interrupt.signal);
+      } catch (e) {
+        if (!(e instanceof Interrupted)) throw e;
+        console.error(`resd: ${e.message}`);
+        process.exit(e.exitCode);
       } finally {
-        if (spooled) rmSync(join(spooled, ".."), { recursive: true, force: true });
+        interrupt.dispose();
       }
-      bar?.done();
-      print(r, o);
-      if (r.stats.errors > 0 && !o.allowErrors) process.exitCode = EXIT_REJECTED;
     }));
 }
 
-async function spoolStdin(): Promise<string> {
-  const path = join(mkdtempSync(join(tmpdir(), "resd-import-")), "stdin");
-  const out = Bun.file(path).writer();
-  for await (const chunk of Bun.stdin.stream()) out.write(chunk);
-  await out.end();
-  return path;
+/** Ctrl-C or TERM during an import: the transaction rolls back, temporary files go, exit 128 + signal. */
+class Interrupted extends Error {
+  readonly exitCode: number;
+  constructor(signal: "SIGINT" | "SIGTERM") {
+    super(`interrupted by ${signal}: nothing was written`);
+    this.exitCode = signal === "SIGINT" ? 130 : 143;
+  }
+}
+
+/** The first signal stops the import between two rows; a second one ends the process at once. */
+function onInterrupt() {
+  const ctl = new AbortController();
+  const on = (signal: "SIGINT" | "SIGTERM") => {
+    if (ctl.signal.aborted) process.exit(signal === "SIGINT" ? 130 : 143);
+    ctl.abort(new Interrupted(signal));
+  };
+  process.on("SIGINT", on);
+  process.on("SIGTERM", on);
+  return { signal: ctl.signal, dispose: () => { process.off("SIGINT", on); process.off("SIGTERM", on); } };
+}
+
+async function importCommand(resource: string, file: string, o: Opts, signal: AbortSignal) {
+  if (o.format !== undefined && !["json", "csv", "tsv"].includes(o.format)) throw new AppError(400, "INVALID_DATA", `--format must be json, csv or tsv, not ${o.format}`);
+  if (o.strict && o.allowErrors) throw new AppError(400, "INVALID_DATA", "give --strict or --allow-errors, not both");
+  const match = o.match === false ? "none" : o.match;
+  // Standard input is spooled to a temporary file: the import reads its source more than once.
+  const spooled = file === "-" ? await spoolStdin(signal) : null;
+  const path = spooled ?? file;
+  if (!existsSync(path) || !statSync(path).isFile()) throw new AppError(400, "INVALID_DATA", `cannot read ${file}: no such file`);
+  const name = o.format ? `${file === "-" ? "stdin" : basename(file)}.${o.format}` : file === "-" ? "stdin" : basename(file);
+  const bar = process.stderr.isTTY ? progressBar() : null;
+  let r: ImportResult;
+  try {
+    r = await withSite(o, (site) => importRecords(site, SYSTEM, resource, Bun.file(path), { name, strict: o.strict, allowMissingFiles: o.allowMissingFiles, match, onProgress: bar?.update, signal }));
+  } finally {
+    bar?.done();
+    if (spooled) rmSync(join(spooled, ".."), { recursive: true, force: true });
+  }
+  print(r, o);
+  if (r.stats.errors > 0 && !o.allowErrors) process.exitCode = EXIT_REJECTED;
+}
+
+async function spoolStdin(signal: AbortSignal): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), "resd-import-"));
+  const out = Bun.file(join(dir, "stdin")).writer();
+  const reader = Bun.stdin.stream().getReader();
+  // A pending read ends (done) when the stream is cancelled: a signal while stdin is silent.
+  const cancel = () => void reader.cancel();
+  signal.addEventListener("abort", cancel, { once: true });
+  try {
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) out.write(chunk.value);
+    await out.end();
+    signal.throwIfAborted();
+  } catch (e) {
+    rmSync(dir, { recursive: true, force: true });
+    throw e;
+  } finally {
+    signal.removeEventListener("abort", cancel);
+  }
+  return join(dir, "stdin");
 }
 
 function print(r: ImportResult, o: Opts) {

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { WORKER_FROM_BYTES } from "../src/core/transfer/import";
-import { adminSite, cli, makeSite } from "./helpers/site";
+import { adminSite, cli, MAIN, makeSite } from "./helpers/site";
 
 const books = {
   fields: {
@@ -150,4 +150,43 @@ describe("a large import over HTTP", () => {
     expect(found.body?.total).toBe(1);
     expect(spools(s.dir)).toEqual([]);
   }, 120_000);
+});
+
+describe("an interrupted import", () => {
+  const interrupted = async (dir: string, args: string[], stdin: "pipe" | "ignore", ready: () => boolean, signal: "SIGINT" | "SIGTERM") => {
+    const p = Bun.spawn(["bun", MAIN, "import", "books", ...args, "--dir", dir], { cwd: dir, env: { ...process.env, TMPDIR: dir }, stdin, stdout: "pipe", stderr: "pipe" });
+    if (stdin === "pipe") {
+      const sink = p.stdin as import("bun").FileSink;
+      sink.write("title,year\nFrom stdin,1999\n");
+      await sink.flush();
+    }
+    for (const end = Date.now() + 30_000; !ready() && Date.now() < end; ) await Bun.sleep(10);
+    expect(ready()).toBe(true);
+    p.kill(signal);
+    const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+    return { stdout, stderr, code };
+  };
+
+  test("TERM while a large file is written: exit 143, nothing written, no spool left", async () => {
+    const dir = await site();
+    const rows = Array.from({ length: 150_000 }, (_, i) => `Book ${i},${1900 + (i % 120)},new,"a body long enough to make this file take a few seconds, row ${i}"`);
+    writeFileSync(join(dir, "huge.csv"), ["title,year,status,body", ...rows].join("\n"));
+    // The spool holds prepared rows once the reading worker has read some: the import is under way.
+    const started = () => { try { return spools(dir).some((f) => statSync(join(dir, "data", f)).size > 0); } catch { return false; } };
+    const r = await interrupted(dir, [join(dir, "huge.csv")], "ignore", started, "SIGTERM");
+    expect(r.stderr).toBe("resd: interrupted by SIGTERM: nothing was written\n");
+    expect(r.code).toBe(143);
+    expect(await exported(dir)).toHaveLength(1);
+    expect(spools(dir)).toEqual([]);
+  }, 120_000);
+
+  test("Ctrl-C while standard input is silent: exit 130, its temporary copy removed", async () => {
+    const dir = await site();
+    const copies = () => readdirSync(dir).filter((f) => f.startsWith("resd-import-"));
+    const r = await interrupted(dir, ["-"], "pipe", () => copies().length > 0, "SIGINT");
+    expect(r.stderr).toBe("resd: interrupted by SIGINT: nothing was written\n");
+    expect(r.code).toBe(130);
+    expect(copies()).toEqual([]);
+    expect(await exported(dir)).toHaveLength(1);
+  }, 60_000);
 });

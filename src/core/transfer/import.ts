@@ -58,6 +58,8 @@ export type ImportOptions = {
   /** How rows find the record they update: `uuid`, `none`, `default` or a unique field (see match.ts). */
   match?: string;
   onProgress?: (p: ImportProgress) => void;
+  /** Stops the import between rows: its transaction rolls back and the abort's reason is thrown. */
+  signal?: AbortSignal;
 };
 
 const YIELD_EVERY = 2000;
@@ -113,19 +115,22 @@ export async function importRecords(site: Site, p: Principal, resource: string, 
         return read;
       };
       progress.phase = "write";
-      const w = await writePhase(site, p, def, rule, tail, feed, rejectedInWrite, () => (opts.strict ? readReport().errors + rejectedInWrite.errors > 0 : false),
+      const w = await writePhase(site, p, def, rule, tail, feed, rejectedInWrite, opts.signal, () => (opts.strict ? readReport().errors + rejectedInWrite.errors > 0 : false),
         (rows) => opts.onProgress?.({ ...progress, rows, toWrite: Math.max(rows, readReport().total - read.errors) }));
       readReport();
       return result(w, false);
     }
     const spool = new Spool(spoolPath);
-    await readPhase(site.store, def, rule, source.rows(def), source.format, spool, read, () => opts.onProgress?.({ ...progress, rows: read.total }), prep);
+    await readPhase(site.store, def, rule, source.rows(def), source.format, spool, read, () => {
+      opts.signal?.throwIfAborted();
+      opts.onProgress?.({ ...progress, rows: read.total });
+    }, prep);
     await spool.finish();
     if (opts.strict && read.errors > 0) return result(nothingWritten(), true);
     progress.phase = "write";
     progress.toWrite = spool.count;
     tail = new SpoolTail(spoolPath);
-    const w = await writePhase(site, p, def, rule, tail, feed, rejectedInWrite, () => !!opts.strict && rejectedInWrite.errors > 0, (rows) => opts.onProgress?.({ ...progress, rows }));
+    const w = await writePhase(site, p, def, rule, tail, feed, rejectedInWrite, opts.signal, () => !!opts.strict && rejectedInWrite.errors > 0, (rows) => opts.onProgress?.({ ...progress, rows }));
     return result(w, false);
   } catch (e) {
     if (e instanceof StrictRollback) return result(nothingWritten(), true);
@@ -177,7 +182,7 @@ function trackWrites(tx: StoreTx, resource: string) {
  * Phase 2: one transaction; a row whose own write breaks a constraint is rejected alone. Entries are
  * taken from the spool as they reach it; `feed` says when more came or reading ended.
  */
-async function writePhase(site: Site, p: Principal, def: ResourceDef, rule: MatchRule, tail: SpoolTail, feed: Feed, report: Report, rollBack: () => boolean, tick: (rows: number) => void): Promise<Written> {
+async function writePhase(site: Site, p: Principal, def: ResourceDef, rule: MatchRule, tail: SpoolTail, feed: Feed, report: Report, signal: AbortSignal | undefined, rollBack: () => boolean, tick: (rows: number) => void): Promise<Written> {
   return site.store.transaction(async (outer) => {
     const { tx, state } = trackWrites(outer, def.name);
     const counts = nothingWritten();
@@ -186,6 +191,7 @@ async function writePhase(site: Site, p: Principal, def: ResourceDef, rule: Matc
     let n = 0;
     let reading = true;
     for (;;) {
+      signal?.throwIfAborted();
       const batch = tail.read();
       if (batch.length === 0) {
         if (!reading) break;
@@ -194,6 +200,7 @@ async function writePhase(site: Site, p: Principal, def: ResourceDef, rule: Matc
       }
       for (const e of batch) {
         if (++n % YIELD_EVERY === 0) {
+          signal?.throwIfAborted();
           tick(n);
           if (n % COLLECT_EVERY === 0) Bun.gc(true);
           await new Promise((r) => setImmediate(r));
