@@ -70,3 +70,28 @@ test("counts equal COUNT(*) per value after random concurrent transactions", asy
   expect(db.query("SELECT name FROM sqlite_master WHERE type = 'trigger'").all()).toEqual([]);
   await s.close();
 });
+
+test("a transaction alone (no savepoint) that fails leaves nothing; one that inserts then updates its rows counts them once", async () => {
+  const s = new SqliteStore(join(dir, "alone.db"));
+  await s.syncSchema([def]);
+  const rec = (uuid: string, status: string) => ({ uuid, data: JSON.stringify({ status, n: 1 }), _created: 1, _modified: 1, _created_by: null, _modified_by: null });
+  await s.transaction(async (tx) => { await tx.insert("items", rec("old", "a")); });
+  const failed = s.transaction(async (tx) => {
+    await tx.insert("items", rec("x", "a"));
+    await tx.update("items", rec("old", "b"));
+    throw new Error("refused");
+  }, { alone: true });
+  await expect(failed).rejects.toThrow("refused");
+  await s.transaction(async (tx) => {
+    await tx.insert("items", rec("y", "a"));
+    await tx.update("items", rec("y", "c"));
+    await tx.update("items", rec("old", "c"));
+  }, { alone: true });
+  const db = s.writeDb;
+  expect(db.query(`SELECT uuid, json_extract(data, '$.status') AS s FROM "r:items" ORDER BY uuid`).all()).toEqual([{ uuid: "old", s: "c" }, { uuid: "y", s: "c" }]);
+  expect(db.query("SELECT key, n FROM _resd_counts WHERE resource = 'items' AND n != 0 AND key NOT LIKE 'flag%' ORDER BY key").all())
+    .toEqual([{ key: "", n: 2 }, { key: "status\u0000'c'", n: 2 }]);
+  expect(db.query(`SELECT rowid AS id FROM "s:items" ORDER BY rowid`).all()).toEqual(db.query(`SELECT id FROM "r:items" ORDER BY id`).all());
+  expect(db.inTransaction).toBe(false);
+  await s.close();
+});

@@ -160,9 +160,10 @@ function syncSearch(db: Database, def: ResourceDef, d: Dialect): SchemaChange[] 
 
 /**
  * Brings written records into their resource's search index; call inside the transaction, before
- * COMMIT. `ids` may hold more than was written (a rolled-back savepoint's rows): the index is made
- * to match the table for each of them. `idsBefore` is each resource's largest id before the
- * transaction. `null` re-reads the whole resource (after a delete of all).
+ * COMMIT. `ids` names the records older than the transaction that it wrote, and may hold more (a
+ * rolled-back savepoint's rows): the index is made to match the table for each of them. Rows above
+ * `idsBefore` (each resource's largest id before the transaction) are new and all added. `null`
+ * re-reads the whole resource (after a delete of all).
  */
 export function flushSearchIndex(db: Database, d: Dialect, written: Map<string, Set<number> | null>, idsBefore: Map<string, number>): void {
   for (const [resource, ids] of written) {
@@ -176,13 +177,17 @@ export function flushSearchIndex(db: Database, d: Dialect, written: Map<string, 
       continue;
     }
     // Ids above the largest one before the transaction were never in the index: nothing to delete.
-    const max = idsBefore.get(resource) ?? Infinity;
-    const old = [...ids].filter((id) => id <= max);
-    const gone = idsIn("rowid", old);
+    const gone = idsIn("rowid", ids);
     if (gone) db.query(`DELETE FROM ${fts} WHERE ${gone.sql}`).run(...gone.args);
-    const add = idsIn("t.id", ids);
-    if (add) db.query(`INSERT INTO ${fts} (rowid, text) SELECT t.id, ${text} FROM ${d.table(resource)} AS t WHERE ${add.sql}`).run(...add.args);
+    const add = writtenRows(ids, idsBefore.get(resource) ?? 0);
+    db.query(`INSERT INTO ${fts} (rowid, text) SELECT t.id, ${text} FROM ${d.table(resource)} AS t WHERE ${add.sql}`).run(...add.args);
   }
+}
+
+/** The rows of `t` a transaction wrote: the older ones it names, and every row above `idsBefore`. */
+function writtenRows(ids: Set<number>, idsBefore: number): { sql: string; args: (number | string)[] } {
+  const old = idsIn("t.id", ids);
+  return old ? { sql: `(t.id > ? OR ${old.sql})`, args: [idsBefore, ...old.args] } : { sql: "t.id > ?", args: [idsBefore] };
 }
 
 /**
@@ -256,10 +261,10 @@ export function countCaptureSql(db: Database, resource: string, d: Dialect): str
 
 /**
  * Brings the counts up to date with what the transaction wrote; call before COMMIT. `written` holds
- * every record id written (null: the whole resource), `before` the keys of those that existed before
- * the transaction. Rows of rolled-back savepoints need no care: their state now is their state before.
+ * the ids of older records written (null: the whole resource), rows above `idsBefore` are new, and
+ * `before` holds the keys the older ones had before the transaction. Rows of rolled-back savepoints need no care: their state now is their state before.
  */
-export function flushCounts(db: Database, d: Dialect, written: Map<string, Set<number> | null>, before: Map<string, Map<number, string>>): void {
+export function flushCounts(db: Database, d: Dialect, written: Map<string, Set<number> | null>, idsBefore: Map<string, number>, before: Map<string, Map<number, string>>): void {
   for (const [resource, ids] of written) {
     const spec = derivedSpec(db, resource, "counts");
     if (!spec) continue;
@@ -267,8 +272,7 @@ export function flushCounts(db: Database, d: Dialect, written: Map<string, Set<n
       recount(db, resource, d.table(resource), spec);
       continue;
     }
-    const these = idsIn("t.id", ids);
-    if (these) addKeyCounts(db, resource, d.table(resource), spec, these);
+    addKeyCounts(db, resource, d.table(resource), spec, writtenRows(ids, idsBefore.get(resource) ?? 0));
     const delta = new Map<string, number>();
     for (const keys of before.get(resource)?.values() ?? []) for (const k of JSON.parse(keys) as string[]) delta.set(k, (delta.get(k) ?? 0) - 1);
     const bump = db.query("INSERT INTO _resd_counts (resource, key, n) VALUES (?, ?, ?) ON CONFLICT(resource, key) DO UPDATE SET n = n + excluded.n");

@@ -68,6 +68,9 @@ export interface StoreTx {
   enqueueJob(job: NewJob): Promise<void>;
 }
 
+/** `alone`: a long transaction (an import) commits by itself rather than with other writes. */
+export type TxOptions = { alone?: boolean };
+
 /** The reads that checking a record write needs (write rules, import matching). */
 export interface RecordReads {
   get(resource: string, uuid: string): Promise<StoredRecord | null>;
@@ -95,7 +98,8 @@ export interface Store extends RecordReads {
   version(): number;
   /** Milliseconds of the last committed write (create, update or delete) in a resource; 0 if none. */
   lastChange(resource: string): Promise<number>;
-  transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
+  /** Writes of `fn` commit together or not at all; concurrent calls may share one commit (group commit). */
+  transaction<T>(fn: (tx: StoreTx) => Promise<T>, opts?: TxOptions): Promise<T>;
   history(resource: string, uuid: string): Promise<HistoryEntry[]>;
   historyEntry(id: number): Promise<HistoryEntry | null>;
   /** Delete entries of records of `resource` that are still gone, deleted at or after `since`; newest first. */

@@ -98,47 +98,70 @@ export async function importRecords(site: Site, p: Principal, resource: string, 
     resource_created: created,
     rolled_back: rolledBack,
   });
+  const spools = [spoolPath];
   let feed: Feed = finishedFeed;
   let tail: SpoolTail | null = null;
   try {
     const reads = site.store.detachedReads();
     const path = pathOf(file);
-    const onWorker = reads !== null && path !== null && file.size >= WORKER_FROM_BYTES;
-    if (onWorker) {
-      const worker = new WorkerFeed({ file: path, size: file.size, layout: source.layout, def, rule, prep, reads, spool: spoolPath }, (rows, bytes) => {
-        if (progress.phase === "read") opts.onProgress?.({ ...progress, rows, bytes });
-      });
-      feed = worker;
-      tail = new SpoolTail(spoolPath);
+    // Hashing (argon2id, ~0.2 s a value) would hold the write transaction for as long: read first.
+    const hashes = def.encrypted.size > 0 || Object.values(def.fields).some((f) => f.type === "password");
+    if (reads !== null && path !== null && file.size >= WORKER_FROM_BYTES && !hashes) {
+      let worker: WorkerFeed | null = null;
       const readReport = () => {
-        if (worker.report) read = Object.assign(new Report(), worker.report);
+        if (worker?.report) read = Object.assign(new Report(), worker.report);
         return read;
       };
-      progress.phase = "write";
-      const w = await writePhase(site, p, def, rule, tail, feed, rejectedInWrite, opts.signal, () => (opts.strict ? readReport().errors + rejectedInWrite.errors > 0 : false),
-        (rows) => opts.onProgress?.({ ...progress, rows, toWrite: Math.max(rows, readReport().total - read.errors) }));
+      // The reading starts once the transaction has: it then sees every commit before the import, and
+      // none comes after until the import's own.
+      const w = await writePhase(site, p, def, rule, async () => {
+        worker = new WorkerFeed({ file: path, size: file.size, layout: source.layout, def, rule, prep, reads, spool: spoolPath }, (rows, bytes) => {
+          opts.onProgress?.({ ...progress, phase: "read", rows, bytes });
+        });
+        feed = worker;
+        tail = new SpoolTail(spoolPath);
+        return { tail, feed };
+      }, rejectedInWrite, opts.signal, () => (opts.strict ? readReport().errors + rejectedInWrite.errors > 0 : false),
+        // While the file is read, its bytes tell the progress; then the rows left to write do.
+        (rows) => worker?.report && opts.onProgress?.({ ...progress, phase: "write", rows, toWrite: readReport().total - read.errors }));
       readReport();
       return result(w, false);
     }
-    const spool = new Spool(spoolPath);
-    await readPhase(site.store, def, rule, source.rows(def), source.format, spool, read, () => {
-      opts.signal?.throwIfAborted();
-      opts.onProgress?.({ ...progress, rows: read.total });
-    }, prep);
-    await spool.finish();
+    const readInto = async (spoolAt: string) => {
+      read = new Report();
+      const spool = new Spool(spoolAt);
+      await readPhase(site.store, def, rule, source.rows(def), source.format, spool, read, () => {
+        opts.signal?.throwIfAborted();
+        opts.onProgress?.({ ...progress, phase: "read", rows: read.total });
+      }, prep);
+      await spool.finish();
+      return spool.count;
+    };
+    const changedBefore = await site.store.lastChange(def.name);
+    progress.toWrite = await readInto(spoolPath);
     if (opts.strict && read.errors > 0) return result(nothingWritten(), true);
     progress.phase = "write";
-    progress.toWrite = spool.count;
-    tail = new SpoolTail(spoolPath);
-    const w = await writePhase(site, p, def, rule, tail, feed, rejectedInWrite, opts.signal, () => !!opts.strict && rejectedInWrite.errors > 0, (rows) => opts.onProgress?.({ ...progress, rows }));
+    const w = await writePhase(site, p, def, rule, async () => {
+      // Written by someone else while this import read (another import, say): read again, now that
+      // nothing else can commit, so that rows match the records as they are.
+      if ((await site.store.lastChange(def.name)) !== changedBefore) {
+        const again = newSpoolPath(join(site.config.dir, "data"));
+        spools.push(again);
+        progress.toWrite = await readInto(again);
+        tail = new SpoolTail(again);
+      } else {
+        tail = new SpoolTail(spoolPath);
+      }
+      return { tail, feed };
+    }, rejectedInWrite, opts.signal, () => !!opts.strict && read.errors + rejectedInWrite.errors > 0, (rows) => opts.onProgress?.({ ...progress, rows }));
     return result(w, false);
   } catch (e) {
     if (e instanceof StrictRollback) return result(nothingWritten(), true);
     throw e;
   } finally {
     feed.stop();
-    tail?.close();
-    removeSpool(spoolPath);
+    (tail as SpoolTail | null)?.close();
+    for (const s of spools) removeSpool(s);
   }
 }
 
@@ -179,11 +202,13 @@ function trackWrites(tx: StoreTx, resource: string) {
 }
 
 /**
- * Phase 2: one transaction; a row whose own write breaks a constraint is rejected alone. Entries are
- * taken from the spool as they reach it; `feed` says when more came or reading ended.
+ * Phase 2: one transaction; a row whose own write breaks a constraint is rejected alone. `begin`
+ * runs first inside it and gives the spool to take entries from as they reach it, and the feed that
+ * says when more came or reading ended.
  */
-async function writePhase(site: Site, p: Principal, def: ResourceDef, rule: MatchRule, tail: SpoolTail, feed: Feed, report: Report, signal: AbortSignal | undefined, rollBack: () => boolean, tick: (rows: number) => void): Promise<Written> {
+async function writePhase(site: Site, p: Principal, def: ResourceDef, rule: MatchRule, begin: () => Promise<{ tail: SpoolTail; feed: Feed }>, report: Report, signal: AbortSignal | undefined, rollBack: () => boolean, tick: (rows: number) => void): Promise<Written> {
   return site.store.transaction(async (outer) => {
+    const { tail, feed } = await begin();
     const { tx, state } = trackWrites(outer, def.name);
     const counts = nothingWritten();
     // Every row passes the same account guard as an API write of it, inside this transaction.
@@ -234,5 +259,5 @@ async function writePhase(site: Site, p: Principal, def: ResourceDef, rule: Matc
     tick(n);
     if (rollBack()) throw new StrictRollback();
     return counts;
-  });
+  }, { alone: true });
 }
