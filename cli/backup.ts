@@ -18,8 +18,11 @@ export function registerBackup(program: Command) {
     .option("--with-secrets", "also store DIR/.env (token signing key, AI key) in the archive")
     .option("--json", "machine-readable result")
     .action(action(async (opts: Opts) => {
-      const dir = config(opts).dir;
+      const cfg = config(opts);
+      const dir = cfg.dir;
       const secrets = Boolean(opts.withSecrets);
+      // The archive holds what is on this machine; a bucket keeps its own copies (versioning).
+      if (cfg.filesUrl) console.error(`resd: note: uploaded files are kept in ${cfg.filesUrl} and are not in this archive; keep them with the bucket's versioning or replication`);
       if (opts.out === "-") {
         if (process.stdout.isTTY) throw new AppError(400, "INVALID_DATA", "refusing to write an archive to a terminal; redirect stdout or use --out FILE");
         const sink = Bun.stdout.writer();

@@ -13,9 +13,10 @@ export function registerServe(program: Command) {
     .option("--port <port>", "TCP port (default 8080, or RESD_PORT)")
     .option("--host <host>", "listen address (default 0.0.0.0, or RESD_HOST)")
     .option("--log-format <format>", "request log format: json or text (default: json unless a terminal)")
+    .option("--files-url <url>", "s3://bucket/prefix: uploaded files in an S3-compatible bucket (default: DIR/data/files, or RESD_FILES_URL)")
     .option("--port-file <path>", "once listening, write the port to this file (with --port 0: the one chosen); removed on shutdown")
-    .action(action(async (opts: { dir?: string; port?: string; host?: string; logFormat?: string; portFile?: string }) => {
-      const cfg = config(opts, { port: opts.port, host: opts.host, logFormat: opts.logFormat });
+    .action(action(async (opts: { dir?: string; port?: string; host?: string; logFormat?: string; portFile?: string; filesUrl?: string }) => {
+      const cfg = config(opts, { port: opts.port, host: opts.host, logFormat: opts.logFormat, filesUrl: opts.filesUrl });
       const site = await openSite(cfg);
       const running = await startServer(site);
       if (opts.portFile) {

@@ -25,6 +25,8 @@ const int = (min: number, max = Number.MAX_SAFE_INTEGER) => (raw: string) => {
 const str = (raw: string) => raw;
 const bool = (raw: string) =>
   /^(1|true|yes|on)$/i.test(raw) ? true : /^(0|false|no|off)$/i.test(raw) ? false : undefined;
+/** `s3://bucket` or `s3://bucket/prefix` (bucket names as S3 allows them); empty = local disk. */
+const filesUrl = (raw: string) => (raw === "" || /^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/[A-Za-z0-9._\/-]*)?$/.test(raw) ? raw : undefined);
 const oneOf = <T extends string>(...values: T[]) => (raw: string) => (values as string[]).includes(raw) ? (raw as T) : undefined;
 
 export const SETTINGS = {
@@ -45,6 +47,7 @@ export const SETTINGS = {
   imgMaxEdge: { env: "RESD_IMG_MAX_EDGE", default: 4096, parse: int(1, 16384), help: "largest width or height an /img spec may ask for" } as Spec<number>,
   imgMaxPixels: { env: "RESD_IMG_MAX_PIXELS", default: 50_000_000, parse: int(1), help: "largest source image (width x height) /img decodes; larger ones get 415" } as Spec<number>,
   imgConcurrency: { env: "RESD_IMG_CONCURRENCY", default: 2, parse: int(1, 64), help: "image resizes running at once (more wait; a long queue gets 503)" } as Spec<number>,
+  filesUrl: { env: "RESD_FILES_URL", default: "", parse: filesUrl, help: "s3://bucket[/prefix]: files in an S3-compatible bucket (endpoint, region and keys from the S3_* / AWS_* variables); empty = DIR/data/files" } as Spec<string>,
   imgMaxVariants: { env: "RESD_IMG_MAX_VARIANTS", default: 50, parse: int(0), help: "resized copies kept on disk per image; further sizes are made but not kept" } as Spec<number>,
   shutdownTimeout: { env: "RESD_SHUTDOWN_TIMEOUT", default: 10, parse: int(0, 3600), help: "seconds in-flight requests and jobs get to finish after SIGTERM/SIGINT" } as Spec<number>,
   logFormat: { env: "RESD_LOG_FORMAT", default: "auto", parse: oneOf("auto", "json", "text"), help: "request log format (auto: json unless stdout is a terminal)" } as Spec<"auto" | "json" | "text">,

@@ -5,6 +5,7 @@
 import { Elysia } from "elysia";
 import { authorize } from "../core/access/permissions";
 import { AppError, methodNotAllowed } from "../core/errors";
+import { answerBody } from "../core/files/blob-store";
 import { contentKey, FILES, filesOf } from "../core/files/context";
 import { cachedVariant, parseSpec, renderVariant, variantEtag } from "../core/files/images";
 import { findFile } from "../core/files/library";
@@ -91,9 +92,9 @@ async function download(c: Ctx, uuid: string): Promise<Response> {
   }
   const body = await blobs.get(contentKey(uuid), range ?? undefined);
   if (!body) throw new AppError(500, "INTERNAL_ERROR", `the content of file ${uuid} is missing`);
-  if (!range) return new Response(body, { status: 200, headers });
+  if (!range) return new Response(answerBody(blobs, body), { status: 200, headers });
   headers["content-range"] = `bytes ${range.start}-${range.end}/${info.size}`;
-  return new Response(body, { status: 206, headers });
+  return new Response(answerBody(blobs, body), { status: 206, headers });
 }
 
 async function image(c: Ctx, uuid: string, rawSpec: string): Promise<Response> {
@@ -108,7 +109,7 @@ async function image(c: Ctx, uuid: string, rawSpec: string): Promise<Response> {
     "x-content-type-options": "nosniff",
   };
   const cached = await cachedVariant(c.site, uuid, spec);
-  if (cached) return matches(c.request, etag) ? new Response(null, { status: 304, headers }) : new Response(cached, { headers });
+  if (cached) return matches(c.request, etag) ? new Response(null, { status: 304, headers }) : new Response(answerBody(filesOf(c.site).blobs, cached), { headers });
   const bytes = await renderVariant(c.site, uuid, spec);
   if (matches(c.request, etag)) return new Response(null, { status: 304, headers });
   return new Response(bytes, { headers });

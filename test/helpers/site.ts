@@ -95,14 +95,14 @@ export async function serve(dir: string, opts: { env?: Record<string, string>; a
 }
 
 /** A site with an admin (API access) and its bearer token, served. */
-export async function adminSite(opts: SiteOpts = {}) {
+export async function adminSite(opts: SiteOpts & { serveArgs?: string[] } = {}) {
   const dir = makeSite(opts);
   const email = "admin@example.com";
   const add = await cli(dir, ["user", "add", email, "--password", "admin-password", "--role", "admin", "--api"], { env: opts.env });
   if (add.code !== 0) throw new Error(`user add failed: ${add.stderr}`);
   const tok = await cli(dir, ["token", email], { env: opts.env });
   if (tok.code !== 0) throw new Error(`token failed: ${tok.stderr}`);
-  const server = await serve(dir, { env: opts.env });
+  const server = await serve(dir, { env: opts.env, args: opts.serveArgs });
   const token = tok.stdout.trim();
   const api = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
     fetch(server.base + path, {

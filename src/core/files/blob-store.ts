@@ -34,11 +34,19 @@ export interface BlobStore {
   countPrefix(prefix: string): Promise<number>;
   /** A local file path for readers that want one (sharp); null for remote stores. */
   localPath(key: string): string | null;
+  /**
+   * Blobs of a remote store are streamed through an answer, not handed to Response as they are
+   * (Bun answers an S3 file with a redirect to a presigned URL, past our permission checks).
+   */
+  readonly remote: boolean;
 }
+
+/** A blob of `store` as a Response body: a local file is sent as it is (sendfile), a remote one streamed through. */
+export const answerBody = (store: BlobStore, blob: Blob): Blob | ReadableStream<Uint8Array> => (store.remote ? blob.stream() : blob);
 
 const SEGMENT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
-function checkKey(key: string, prefix = false): string {
+export function checkKey(key: string, prefix = false): string {
   const parts = (prefix ? key.replace(/\/$/, "") : key).split("/");
   if (!parts.every((p) => SEGMENT.test(p) && p !== "." && p !== "..")) throw new Error(`invalid blob key ${JSON.stringify(key)}`);
   return key;
@@ -51,6 +59,7 @@ const storageFailure = (what: string, cause: unknown) => {
 
 /** Local disk under one root. Writes go to `<root>/.tmp`, are fsynced, then renamed into place. */
 export class LocalBlobStore implements BlobStore {
+  readonly remote = false;
   private readonly tmp: string;
   constructor(readonly root: string) {
     this.tmp = join(root, ".tmp");

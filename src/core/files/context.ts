@@ -1,11 +1,13 @@
 /**
- * Per-site file machinery, made once per opened site: the blob store under DIR/data/files/,
+ * Per-site file machinery, made once per opened site: the blob store (DIR/data/files/, or the
+ * bucket of RESD_FILES_URL),
  * the resize limiter and per-file locks. Kept beside the site rather than in it so that the
  * Site type stays free of media concerns.
  */
 import { join } from "node:path";
 import type { Site } from "../site";
 import { LocalBlobStore, type BlobStore } from "./blob-store";
+import { S3BlobStore } from "./s3-blob-store";
 import { Limiter } from "./limiter";
 
 export const META = ".files_meta";
@@ -28,7 +30,9 @@ export function filesOf(site: Site): Files {
   if (!f) {
     const tails = new Map<string, Promise<unknown>>();
     f = {
-      blobs: new LocalBlobStore(join(site.config.dir, "data", "files")),
+      blobs: site.config.filesUrl
+        ? new S3BlobStore(site.config.filesUrl, join(site.config.dir, "data", "files", ".tmp"))
+        : new LocalBlobStore(join(site.config.dir, "data", "files")),
       resizes: new Limiter(site.config.imgConcurrency, site.config.imgConcurrency * 16),
       inflight: new Map(),
       async lock(uuid, fn) {
