@@ -3,6 +3,7 @@ import { openSite } from "../src/core/site";
 import { startServer } from "../src/http/server";
 import { renameSync, rmSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
+import { filesOf } from "../src/core/files/context";
 import { action, config } from "./common";
 
 export function registerServe(program: Command) {
@@ -18,6 +19,8 @@ export function registerServe(program: Command) {
     .action(action(async (opts: { dir?: string; port?: string; host?: string; logFormat?: string; portFile?: string; filesUrl?: string }) => {
       const cfg = config(opts, { port: opts.port, host: opts.host, logFormat: opts.logFormat, filesUrl: opts.filesUrl });
       const site = await openSite(cfg);
+      // A bucket that cannot be reached is said at start, not at the first upload.
+      await filesOf(site).blobs.check();
       const running = await startServer(site);
       if (opts.portFile) {
         const file = resolve(opts.portFile);

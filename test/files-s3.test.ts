@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import S3rver from "s3rver";
 import sharp from "sharp";
-import { adminSite, cli } from "./helpers/site";
+import { adminSite, cli, MAIN } from "./helpers/site";
 
 const md5 = (b: Uint8Array) => new Bun.CryptoHasher("md5").update(b).digest("hex");
 
@@ -132,19 +132,34 @@ describe("files in an S3-compatible bucket", () => {
   });
 });
 
-test("a bucket that cannot be reached: the upload answers 500 in the envelope, no record, no staging file left", async () => {
-  const down = await adminSite({ env: { ...env, S3_ENDPOINT: "http://127.0.0.1:1" } });
+test("a bucket that cannot be reached: serve refuses to start, naming it; one lost later fails uploads cleanly", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "resd-s3-down-"));
   try {
+    const p = Bun.spawn(["bun", MAIN, "serve", "--dir", dir, "--port", "0", "--host", "127.0.0.1"], { env: { ...process.env, ...env, S3_ENDPOINT: "http://127.0.0.1:1" }, stdout: "pipe", stderr: "pipe" });
+    const [stderr, code] = await Promise.all([new Response(p.stderr).text(), p.exited]);
+    expect(code).toBe(1);
+    expect(stderr).toContain("the bucket of s3://media/site-a cannot be used (ConnectionRefused");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+
+  const otherDir = mkdtempSync(join(tmpdir(), "resd-s3rver-"));
+  const other = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory: otherDir, configureBuckets: [{ name: "media" }] });
+  const { port } = await other.run();
+  const lost = await adminSite({ env: { ...env, S3_ENDPOINT: `http://127.0.0.1:${port}` } });
+  try {
+    await other.close();
     const fd = new FormData();
     fd.append("file", new Blob(["some content"], { type: "text/plain" }), "x.txt");
-    const res = await fetch(`${down.base}/api/v1/.files`, { method: "POST", body: fd, headers: { authorization: `Bearer ${down.token}` } });
+    const res = await fetch(`${lost.base}/api/v1/.files`, { method: "POST", body: fd, headers: { authorization: `Bearer ${lost.token}` } });
     expect(res.status).toBe(500);
     expect(await res.json()).toMatchObject({ success: false, message: "RESOURCE_CREATE_FAILED" });
-    const list = await fetch(`${down.base}/api/v1/.files`, { headers: { authorization: `Bearer ${down.token}` } });
+    const list = await fetch(`${lost.base}/api/v1/.files`, { headers: { authorization: `Bearer ${lost.token}` } });
     expect(((await list.json()) as { count: number }).count).toBe(0);
-    const staging = join(down.dir, "data", "files", ".tmp");
+    const staging = join(lost.dir, "data", "files", ".tmp");
     expect(existsSync(staging) ? readdirSync(staging) : []).toEqual([]);
   } finally {
-    await down.cleanup();
+    await lost.cleanup();
+    rmSync(otherDir, { recursive: true, force: true });
   }
 }, 60_000);

@@ -39,6 +39,8 @@ export interface BlobStore {
    * (Bun answers an S3 file with a redirect to a presigned URL, past our permission checks).
    */
   readonly remote: boolean;
+  /** Throws a clear error when the store cannot be used (checked when a server starts). */
+  check(): Promise<void>;
 }
 
 /** A blob of `store` as a Response body: a local file is sent as it is (sendfile), a remote one streamed through. */
@@ -71,6 +73,14 @@ export class LocalBlobStore implements BlobStore {
 
   localPath(key: string): string {
     return this.path(key);
+  }
+
+  async check(): Promise<void> {
+    try {
+      await mkdir(this.tmp, { recursive: true });
+    } catch (e) {
+      throw new AppError(503, "SERVICE_UNAVAILABLE", `the file store ${this.root} cannot be written: ${(e as Error).message}`);
+    }
   }
 
   async writer(): Promise<BlobWriter> {

@@ -39,7 +39,7 @@ export class S3BlobStore implements BlobStore {
   private readonly prefix: string;
 
   /** `staging` is a local folder for uploads being written (DIR/data/files/.tmp). */
-  constructor(url: string, private readonly staging: string, client?: S3Client) {
+  constructor(private readonly url: string, private readonly staging: string, client?: S3Client) {
     const { bucket, prefix } = parseFilesUrl(url);
     this.client = client ?? new S3Client({ bucket });
     this.prefix = prefix;
@@ -55,6 +55,15 @@ export class S3BlobStore implements BlobStore {
 
   localPath(): null {
     return null;
+  }
+
+  async check(): Promise<void> {
+    try {
+      await this.client.list({ prefix: this.prefix, maxKeys: 1 });
+    } catch (e) {
+      const err = e as { code?: string; message?: string };
+      throw new AppError(503, "SERVICE_UNAVAILABLE", `the bucket of ${this.url} cannot be used (${err.code ?? "error"}: ${err.message ?? String(e)}); check S3_ENDPOINT, S3_REGION and the keys (or their AWS_* names)`);
+    }
   }
 
   async writer(): Promise<BlobWriter> {
