@@ -6,28 +6,25 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { S3Client } from "bun";
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import S3rver from "s3rver";
 import sharp from "sharp";
-import { adminSite, cli, MAIN } from "./helpers/site";
+import { startS3, type S3Server } from "./helpers/s3";
+import { adminSite, cli, MAIN, serve } from "./helpers/site";
 
 const md5 = (b: Uint8Array) => new Bun.CryptoHasher("md5").update(b).digest("hex");
 
-let bucketDir: string;
-let s3rver: S3rver;
+let s3: S3Server;
 let env: Record<string, string>;
 let bucket: S3Client;
 let s: Awaited<ReturnType<typeof adminSite>>;
 
 beforeAll(async () => {
-  bucketDir = mkdtempSync(join(tmpdir(), "resd-s3rver-"));
-  s3rver = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory: bucketDir, configureBuckets: [{ name: "media" }] });
-  const { port } = await s3rver.run();
+  s3 = await startS3(["media"]);
   env = {
     RESD_FILES_URL: "s3://media/site-a",
-    S3_ENDPOINT: `http://127.0.0.1:${port}`,
+    S3_ENDPOINT: s3.endpoint,
     S3_ACCESS_KEY_ID: "S3RVER",
     S3_SECRET_ACCESS_KEY: "S3RVER",
     S3_REGION: "us-east-1",
@@ -40,8 +37,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await s?.cleanup();
-  await s3rver?.close();
-  rmSync(bucketDir, { recursive: true, force: true });
+  await s3?.stop();
 });
 
 const keys = async (prefix = "site-a/") => ((await bucket.list({ prefix })).contents ?? []).map((o) => o.key).sort();
@@ -143,12 +139,10 @@ test("a bucket that cannot be reached: serve refuses to start, naming it; one lo
     rmSync(dir, { recursive: true, force: true });
   }
 
-  const otherDir = mkdtempSync(join(tmpdir(), "resd-s3rver-"));
-  const other = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory: otherDir, configureBuckets: [{ name: "media" }] });
-  const { port } = await other.run();
-  const lost = await adminSite({ env: { ...env, S3_ENDPOINT: `http://127.0.0.1:${port}` } });
+  const other = await startS3(["media"]);
+  const lost = await adminSite({ env: { ...env, S3_ENDPOINT: other.endpoint } });
   try {
-    await other.close();
+    await other.stop();
     const fd = new FormData();
     fd.append("file", new Blob(["some content"], { type: "text/plain" }), "x.txt");
     const res = await fetch(`${lost.base}/api/v1/.files`, { method: "POST", body: fd, headers: { authorization: `Bearer ${lost.token}` } });
@@ -160,6 +154,91 @@ test("a bucket that cannot be reached: serve refuses to start, naming it; one lo
     expect(existsSync(staging) ? readdirSync(staging) : []).toEqual([]);
   } finally {
     await lost.cleanup();
-    rmSync(otherDir, { recursive: true, force: true });
   }
 }, 60_000);
+
+describe("resd migrate --files-to: moving a site's files to a bucket and back", () => {
+  test("local → bucket → local, each file checked; a second run finds them there; a corrupt file moves nothing", async () => {
+    const local = await adminSite();
+    const auth = { authorization: `Bearer ${local.token}` };
+    const jpeg = new Uint8Array(await sharp({ create: { width: 64, height: 48, channels: 3, background: { r: 1, g: 2, b: 3 } } }).jpeg().toBuffer());
+    const text = new TextEncoder().encode("a text file to move\n".repeat(50));
+    const uuids: string[] = [];
+    for (const [bytes, name, type] of [[jpeg, "p.jpg", "image/jpeg"], [text, "t.txt", "text/plain"]] as const) {
+      const fd = new FormData();
+      fd.append("file", new Blob([bytes as Uint8Array<ArrayBuffer>], { type }), name);
+      const res = await fetch(`${local.base}/api/v1/.files`, { method: "POST", body: fd, headers: auth });
+      expect(res.status).toBe(201);
+      uuids.push(Object.keys(((await res.json()) as { files: Record<string, unknown> }).files)[0]!);
+    }
+    expect((await fetch(`${local.base}/img/${uuids[0]}/20w`, { headers: auth })).status).toBe(200);
+
+    // A running server would miss uploads made during the copy.
+    const busy = await cli(local.dir, ["migrate", "--files-to", "s3://media/moved"], { env });
+    expect(busy.code).toBe(2);
+    expect(busy.stderr).toContain("stop it first");
+    await local.stop();
+
+    const { RESD_FILES_URL: _, ...credentials } = env;
+    const first = await cli(local.dir, ["migrate", "--files-to", "s3://media/moved", "--json"], { env: credentials });
+    expect(first.stderr).toBe("");
+    expect(first.code).toBe(0);
+    expect(JSON.parse(first.stdout)).toMatchObject({ ok: true, from: "local", to: "s3://media/moved", files: 2, copied: 2, present: 0, bytes: jpeg.length + text.length });
+    expect(await keys("moved/")).toEqual(uuids.map((u) => `moved/${u.slice(0, 2)}/${u}`).sort());
+    const again = await cli(local.dir, ["migrate", "--files-to", "s3://media/moved", "--json"], { env: credentials });
+    expect(again.stderr).toBe("");
+    expect(JSON.parse(again.stdout)).toMatchObject({ files: 2, copied: 0, present: 2 });
+
+    // The site served from the bucket.
+    const onS3 = await serve(local.dir, { env: credentials, args: ["--files-url", "s3://media/moved"] });
+    try {
+      const got = await fetch(`${onS3.base}/download/${uuids[1]}`, { headers: auth });
+      expect(new Uint8Array(await got.arrayBuffer())).toEqual(text);
+    } finally {
+      await onS3.stop();
+    }
+
+    // And back: the local copies gone, brought back from the bucket.
+    rmSync(join(local.dir, "data", "files"), { recursive: true, force: true });
+    const back = await cli(local.dir, ["migrate", "--files-to", "local", "--json"], { env: { ...credentials, RESD_FILES_URL: "s3://media/moved" } });
+    expect(back.code).toBe(0);
+    expect(JSON.parse(back.stdout)).toMatchObject({ from: "s3://media/moved", to: "local", files: 2, copied: 2 });
+    const onDisk = await serve(local.dir);
+    try {
+      const got = await fetch(`${onDisk.base}/download/${uuids[0]}`, { headers: auth });
+      expect(md5(new Uint8Array(await got.arrayBuffer()))).toBe(uuids[0]!);
+    } finally {
+      await onDisk.stop();
+    }
+
+    // A file whose content no longer matches its MD5: the run fails and leaves the target as it was.
+    const sorted = [...uuids].sort();
+    writeFileSync(join(local.dir, "data", "files", sorted[1]!.slice(0, 2), sorted[1]!), "tampered");
+    const bad = await cli(local.dir, ["migrate", "--files-to", "s3://media/other"], { env: credentials });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain(`does not match its checksum`);
+    expect(await keys("other/")).toEqual([]);
+    rmSync(local.dir, { recursive: true, force: true });
+  }, 120_000);
+});
+
+test("listings longer than one page (1,000 keys): count, delete by prefix and content keys see every key", async () => {
+  const { S3BlobStore } = await import("../src/core/files/s3-blob-store");
+  const staging = mkdtempSync(join(tmpdir(), "resd-s3-staging-"));
+  const store = new S3BlobStore("s3://media/paging", staging, bucket);
+  try {
+    const many = Array.from({ length: 1005 }, (_, i) => `cache/${"a".repeat(32)}/${i}w.webp`);
+    for (let i = 0; i < many.length; i += 50) await Promise.all(many.slice(i, i + 50).map((k) => bucket.write(`paging/${k}`, "v")));
+    const content = Array.from({ length: 3 }, (_, i) => new TextEncoder().encode(`content ${i}`));
+    for (const c of content) await store.put(`${md5(c).slice(0, 2)}/${md5(c)}`, c);
+    expect(await store.countPrefix(`cache/${"a".repeat(32)}/`)).toBe(1005);
+    const found: string[] = [];
+    for await (const k of store.contentKeys()) found.push(k);
+    expect(found.sort()).toEqual(content.map((c) => `${md5(c).slice(0, 2)}/${md5(c)}`).sort());
+    await store.deletePrefix(`cache/${"a".repeat(32)}/`);
+    expect(await store.countPrefix(`cache/${"a".repeat(32)}/`)).toBe(0);
+    expect(await keys("paging/")).toHaveLength(3);
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
+}, 120_000);

@@ -41,7 +41,12 @@ export interface BlobStore {
   readonly remote: boolean;
   /** Throws a clear error when the store cannot be used (checked when a server starts). */
   check(): Promise<void>;
+  /** Every content key ("ab/ab12…"): not the resized copies, nor anything being written. */
+  contentKeys(): AsyncIterable<string>;
 }
+
+/** Content keys are the MD5 of their content in hex, under a folder of its first two digits. */
+export const CONTENT_KEY = /^([0-9a-f]{2})\/(\1[0-9a-f]{30})$/;
 
 /** A blob of `store` as a Response body: a local file is sent as it is (sendfile), a remote one streamed through. */
 export const answerBody = (store: BlobStore, blob: Blob): Blob | ReadableStream<Uint8Array> => (store.remote ? blob.stream() : blob);
@@ -132,6 +137,16 @@ export class LocalBlobStore implements BlobStore {
       },
       abort,
     };
+  }
+
+  async *contentKeys(): AsyncIterable<string> {
+    const shards = await readdir(this.root).catch(() => [] as string[]);
+    for (const shard of shards.sort()) {
+      if (!/^[0-9a-f]{2}$/.test(shard)) continue;
+      for (const name of (await readdir(join(this.root, shard))).sort()) {
+        if (CONTENT_KEY.test(`${shard}/${name}`)) yield `${shard}/${name}`;
+      }
+    }
   }
 
   async put(key: string, body: Uint8Array | AsyncIterable<Uint8Array>): Promise<void> {

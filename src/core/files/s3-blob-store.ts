@@ -12,7 +12,7 @@ import { S3Client } from "bun";
 import { mkdir, open, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { AppError } from "../errors";
-import { checkKey, type BlobInfo, type BlobStore, type BlobWriter } from "./blob-store";
+import { checkKey, CONTENT_KEY, type BlobInfo, type BlobStore, type BlobWriter } from "./blob-store";
 
 /** Parts of a multipart upload; S3 needs at least 5 MiB per part but the last. */
 const PART_SIZE = 8 * 1024 * 1024;
@@ -166,6 +166,13 @@ export class S3BlobStore implements BlobStore {
       for (const o of page.contents ?? []) yield o.key;
       continuationToken = page.isTruncated ? page.nextContinuationToken : undefined;
     } while (continuationToken);
+  }
+
+  async *contentKeys(): AsyncIterable<string> {
+    for await (const full of this.keysUnder(this.prefix)) {
+      const key = full.slice(this.prefix.length);
+      if (CONTENT_KEY.test(key)) yield key;
+    }
   }
 
   async deletePrefix(prefix: string): Promise<void> {
