@@ -59,6 +59,65 @@ export function checkKey(key: string, prefix = false): string {
   return key;
 }
 
+/**
+ * A writer into a temporary file of `dir`: once the content is complete and closed, `publish` makes
+ * it visible under its key (a rename on disk, an upload to a bucket). The temporary file is removed
+ * whatever happens; `abort` is safe twice and after commit.
+ */
+export async function stagedWriter(
+  dir: string,
+  o: { sync: boolean; mode: number; fail: (what: string, cause: unknown) => Error },
+  publish: (tmpFile: string, key: string) => Promise<void>,
+): Promise<BlobWriter> {
+  const tmpFile = join(dir, `${crypto.randomUUID()}.part`);
+  let fh;
+  try {
+    await mkdir(dir, { recursive: true });
+    fh = await open(tmpFile, "wx", o.mode);
+  } catch (e) {
+    throw o.fail("opening a temporary file", e);
+  }
+  const handle = fh;
+  let state: "open" | "closed" | "done" = "open";
+  const close = async () => {
+    if (state === "open") {
+      state = "closed";
+      await handle.close();
+    }
+  };
+  const abort = async () => {
+    if (state === "done") return;
+    await close().catch(() => {});
+    state = "done";
+    await unlink(tmpFile).catch(() => {});
+  };
+  return {
+    write: async (chunk) => {
+      try {
+        // A short write is possible in principle; loop until the chunk is on disk.
+        for (let off = 0; off < chunk.length; ) off += (await handle.write(chunk, off, chunk.length - off)).bytesWritten;
+      } catch (e) {
+        await abort();
+        throw o.fail("writing", e);
+      }
+    },
+    commit: async (key) => {
+      try {
+        if (o.sync) await handle.sync();
+        await close();
+        await publish(tmpFile, key);
+      } catch (e) {
+        await abort();
+        throw o.fail("committing", e);
+      }
+      state = "done";
+      // Gone already after a rename; an upload leaves it behind.
+      await unlink(tmpFile).catch(() => {});
+    },
+    abort,
+  };
+}
+
 const storageFailure = (what: string, cause: unknown) => {
   console.error(`blob store: ${what} failed:`, cause);
   return new AppError(500, "RESOURCE_CREATE_FAILED", "the file could not be stored");
@@ -89,54 +148,12 @@ export class LocalBlobStore implements BlobStore {
   }
 
   async writer(): Promise<BlobWriter> {
-    const tmpFile = join(this.tmp, `${crypto.randomUUID()}.part`);
-    let fh;
-    try {
-      await mkdir(this.tmp, { recursive: true });
-      fh = await open(tmpFile, "wx", 0o644);
-    } catch (e) {
-      throw storageFailure("opening a temporary file", e);
-    }
-    const handle = fh;
-    let state: "open" | "closed" | "done" = "open";
-    const close = async () => {
-      if (state === "open") {
-        state = "closed";
-        await handle.close();
-      }
-    };
-    const abort = async () => {
-      if (state === "done") return;
-      await close().catch(() => {});
-      state = "done";
-      await unlink(tmpFile).catch(() => {});
-    };
-    return {
-      write: async (chunk) => {
-        try {
-          // A short write is possible in principle; loop until the chunk is on disk.
-          for (let off = 0; off < chunk.length; ) off += (await handle.write(chunk, off, chunk.length - off)).bytesWritten;
-        } catch (e) {
-          await abort();
-          throw storageFailure("writing", e);
-        }
-      },
-      commit: async (key) => {
-        const target = this.path(key);
-        try {
-          // Content reaches the disk before its name does: a crash never leaves a half file under a key.
-          await handle.sync();
-          await close();
-          await mkdir(dirname(target), { recursive: true });
-          await rename(tmpFile, target);
-          state = "done";
-        } catch (e) {
-          await abort();
-          throw storageFailure("committing", e);
-        }
-      },
-      abort,
-    };
+    // Content reaches the disk before its name does: a crash never leaves a half file under a key.
+    return stagedWriter(this.tmp, { sync: true, mode: 0o644, fail: storageFailure }, async (tmpFile, key) => {
+      const target = this.path(key);
+      await mkdir(dirname(target), { recursive: true });
+      await rename(tmpFile, target);
+    });
   }
 
   async *contentKeys(): AsyncIterable<string> {

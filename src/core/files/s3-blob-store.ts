@@ -9,10 +9,8 @@
  * anything reaches the bucket.
  */
 import { S3Client } from "bun";
-import { mkdir, open, unlink } from "node:fs/promises";
-import { join } from "node:path";
 import { AppError } from "../errors";
-import { checkKey, CONTENT_KEY, type BlobInfo, type BlobStore, type BlobWriter } from "./blob-store";
+import { checkKey, CONTENT_KEY, stagedWriter, type BlobInfo, type BlobStore, type BlobWriter } from "./blob-store";
 
 /** Parts of a multipart upload; S3 needs at least 5 MiB per part but the last. */
 const PART_SIZE = 8 * 1024 * 1024;
@@ -67,50 +65,9 @@ export class S3BlobStore implements BlobStore {
   }
 
   async writer(): Promise<BlobWriter> {
-    const tmpFile = join(this.staging, `${crypto.randomUUID()}.part`);
-    let handle;
-    try {
-      await mkdir(this.staging, { recursive: true });
-      handle = await open(tmpFile, "wx", 0o600);
-    } catch (e) {
-      throw storageFailure("opening a staging file", e);
-    }
-    const fh = handle;
-    let state: "open" | "closed" | "done" = "open";
-    const close = async () => {
-      if (state === "open") {
-        state = "closed";
-        await fh.close();
-      }
-    };
-    const abort = async () => {
-      if (state === "done") return;
-      await close().catch(() => {});
-      state = "done";
-      await unlink(tmpFile).catch(() => {});
-    };
-    return {
-      write: async (chunk) => {
-        try {
-          for (let off = 0; off < chunk.length; ) off += (await fh.write(chunk, off, chunk.length - off)).bytesWritten;
-        } catch (e) {
-          await abort();
-          throw storageFailure("staging", e);
-        }
-      },
-      commit: async (key) => {
-        try {
-          await close();
-          await this.client.write(this.key(key), Bun.file(tmpFile), { partSize: PART_SIZE });
-        } catch (e) {
-          await abort();
-          throw storageFailure("uploading", e);
-        }
-        state = "done";
-        await unlink(tmpFile).catch(() => {});
-      },
-      abort,
-    };
+    return stagedWriter(this.staging, { sync: false, mode: 0o600, fail: storageFailure }, async (tmpFile, key) => {
+      await this.client.write(this.key(key), Bun.file(tmpFile), { partSize: PART_SIZE });
+    });
   }
 
   async put(key: string, body: Uint8Array | AsyncIterable<Uint8Array>): Promise<void> {
