@@ -14,10 +14,11 @@ export function registerServe(program: Command) {
     .option("--port <port>", "TCP port (default 8080, or RESD_PORT)")
     .option("--host <host>", "listen address (default 0.0.0.0, or RESD_HOST)")
     .option("--log-format <format>", "request log format: json or text (default: json unless a terminal)")
+    .option("--database-url <url>", "postgres://user:password@host:port/database: keep records in PostgreSQL (default: SQLite in DIR/data, or RESD_DATABASE_URL)")
     .option("--files-url <url>", "s3://bucket/prefix: uploaded files in an S3-compatible bucket (default: DIR/data/files, or RESD_FILES_URL)")
     .option("--port-file <path>", "once listening, write the port to this file (with --port 0: the one chosen); removed on shutdown")
-    .action(action(async (opts: { dir?: string; port?: string; host?: string; logFormat?: string; portFile?: string; filesUrl?: string }) => {
-      const cfg = config(opts, { port: opts.port, host: opts.host, logFormat: opts.logFormat, filesUrl: opts.filesUrl });
+    .action(action(async (opts: { dir?: string; port?: string; host?: string; logFormat?: string; portFile?: string; filesUrl?: string; databaseUrl?: string }) => {
+      const cfg = config(opts, { port: opts.port, host: opts.host, logFormat: opts.logFormat, filesUrl: opts.filesUrl, databaseUrl: opts.databaseUrl });
       const site = await openSite(cfg);
       // A bucket that cannot be reached is said at start, not at the first upload.
       await filesOf(site).blobs.check();

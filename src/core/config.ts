@@ -14,6 +14,8 @@ type Spec<T> = {
   default: T;
   parse: (raw: string) => T | undefined;
   secret?: boolean;
+  /** How `resd config` shows the value when part of it is secret (a password inside a URL). */
+  mask?: (v: T) => string;
   help: string;
 };
 
@@ -27,6 +29,18 @@ const bool = (raw: string) =>
   /^(1|true|yes|on)$/i.test(raw) ? true : /^(0|false|no|off)$/i.test(raw) ? false : undefined;
 /** `s3://bucket` or `s3://bucket/prefix` (bucket names as S3 allows them); empty = local disk. */
 const filesUrl = (raw: string) => (raw === "" || /^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/[A-Za-z0-9._\/-]*)?$/.test(raw) ? raw : undefined);
+/** `postgres://user:password@host:port/database`; empty = SQLite in DIR/data. */
+const databaseUrl = (raw: string) => {
+  if (raw === "") return raw;
+  if (!/^postgres(ql)?:\/\//.test(raw)) return undefined;
+  try {
+    return new URL(raw).hostname ? raw : undefined;
+  } catch {
+    return undefined;
+  }
+};
+/** A URL with its password masked. */
+export const maskUrl = (url: string) => url.replace(/^(\w+:\/\/[^:/@]*:)[^@]*@/, "$1***@");
 const oneOf = <T extends string>(...values: T[]) => (raw: string) => (values as string[]).includes(raw) ? (raw as T) : undefined;
 
 export const SETTINGS = {
@@ -47,6 +61,7 @@ export const SETTINGS = {
   imgMaxEdge: { env: "RESD_IMG_MAX_EDGE", default: 4096, parse: int(1, 16384), help: "largest width or height an /img spec may ask for" } as Spec<number>,
   imgMaxPixels: { env: "RESD_IMG_MAX_PIXELS", default: 50_000_000, parse: int(1), help: "largest source image (width x height) /img decodes; larger ones get 415" } as Spec<number>,
   imgConcurrency: { env: "RESD_IMG_CONCURRENCY", default: 2, parse: int(1, 64), help: "image resizes running at once (more wait; a long queue gets 503)" } as Spec<number>,
+  databaseUrl: { env: "RESD_DATABASE_URL", default: "", parse: databaseUrl, mask: maskUrl, help: "postgres://user:password@host:port/database: records, users and the job queue in PostgreSQL (several instances may share it); empty = SQLite in DIR/data" } as Spec<string>,
   filesUrl: { env: "RESD_FILES_URL", default: "", parse: filesUrl, help: "s3://bucket[/prefix]: files in an S3-compatible bucket (endpoint, region and keys from the S3_* / AWS_* variables); empty = DIR/data/files" } as Spec<string>,
   imgMaxVariants: { env: "RESD_IMG_MAX_VARIANTS", default: 50, parse: int(0), help: "resized copies kept on disk per image; further sizes are made but not kept" } as Spec<number>,
   shutdownTimeout: { env: "RESD_SHUTDOWN_TIMEOUT", default: 10, parse: int(0, 3600), help: "seconds in-flight requests and jobs get to finish after SIGTERM/SIGINT" } as Spec<number>,
@@ -177,7 +192,8 @@ export function describeConfig(config: Config): { name: string; env: string; val
   const rows = [{ name: "dir", env: "RESD_DIR", value: config.dir, source: config.sources.dir }];
   for (const [name, spec] of Object.entries(SETTINGS) as [SettingName, Spec<unknown>][]) {
     const v = String(config[name]);
-    rows.push({ name, env: spec.env, value: spec.secret && v ? `${v.slice(0, 2)}…(masked)` : v, source: config.sources[name] });
+    const shown = spec.secret && v ? `${v.slice(0, 2)}…(masked)` : spec.mask ? spec.mask(config[name]) : v;
+    rows.push({ name, env: spec.env, value: shown, source: config.sources[name] });
   }
   return rows;
 }

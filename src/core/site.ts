@@ -9,6 +9,7 @@ import { buildDefinition, loadDefinitions } from "./definitions/load";
 import type { DefinitionFile, ResourceDef } from "./definitions/types";
 import { notFound } from "./errors";
 import { SqliteStore } from "./store/sqlite";
+import { PgStore } from "./store/postgres";
 import type { SchemaChange, Store, StoreTx } from "./store/types";
 import { ensureAccounts } from "./access/accounts";
 import { queueJobsHook } from "./jobs/enqueue";
@@ -62,8 +63,14 @@ export const HISTORY_WINDOW_MS = 90 * 24 * 3600 * 1000;
 export async function openSite(config: Config, opts: { ensureSecret?: boolean } = {}): Promise<Site> {
   const cfg = opts.ensureSecret === false ? config : ensureTokenSecret(config);
   const defs = loadDefinitions(cfg.dir);
-  const store: Store = new SqliteStore(join(cfg.dir, "data", "resd.db"), { cacheMaxBytes: cfg.cacheMaxBytes, readWorkers: cfg.readWorkers, queryBudgetMs: cfg.queryTimeout });
-  const schemaChanges = await store.syncSchema(defs.values());
+  const store = await openStore(cfg);
+  let schemaChanges: SchemaChange[];
+  try {
+    schemaChanges = await store.syncSchema(defs.values());
+  } catch (e) {
+    await store.close();
+    throw e;
+  }
   const site: Site = {
     config: cfg,
     defs,
@@ -100,6 +107,13 @@ export async function openSite(config: Config, opts: { ensureSecret?: boolean } 
   site.txHooks.push(queueJobsHook(site));
   await ensureAccounts(site);
   return site;
+}
+
+/** SQLite in DIR/data, or the PostgreSQL database of RESD_DATABASE_URL. */
+function openStore(cfg: Config): Promise<Store> {
+  const cache = { cacheMaxBytes: cfg.cacheMaxBytes, queryBudgetMs: cfg.queryTimeout };
+  if (cfg.databaseUrl) return PgStore.open(cfg.databaseUrl, cache);
+  return Promise.resolve(new SqliteStore(join(cfg.dir, "data", "resd.db"), { ...cache, readWorkers: cfg.readWorkers }));
 }
 
 /** Opens a site from a directory with every other setting from the environment and defaults. */

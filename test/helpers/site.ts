@@ -17,8 +17,33 @@ export type SiteOpts = {
   env?: Record<string, string>;
 };
 
+/**
+ * With RESD_TEST_DATABASE_URL (a PostgreSQL server, e.g. postgres://resd@127.0.0.1:55432/postgres),
+ * every site made here keeps its records in a database of its own there: the suite runs on both
+ * stores (see .ci/run).
+ */
+const TEST_PG = process.env.RESD_TEST_DATABASE_URL ?? "";
+const databases = new Map<string, string>();
+export const onPostgres = TEST_PG !== "";
+
+function newDatabase(): string {
+  const name = `resd_t_${crypto.randomUUID().replace(/-/g, "").slice(0, 16)}`;
+  const r = Bun.spawnSync(["psql", TEST_PG, "-qXc", `CREATE DATABASE ${name}`], { stderr: "pipe" });
+  if (r.exitCode !== 0) throw new Error(`cannot create a test database: ${r.stderr.toString()}`);
+  const url = new URL(TEST_PG);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** The environment every resd process of a site gets (its test database, when testing on PostgreSQL). */
+export function siteEnv(dir: string): Record<string, string> {
+  const db = databases.get(dir);
+  return db ? { RESD_DATABASE_URL: db } : {};
+}
+
 export function makeSite(opts: SiteOpts = {}): string {
   const dir = mkdtempSync(join(tmpdir(), "resd-test-"));
+  if (TEST_PG) databases.set(dir, newDatabase());
   if (opts.defs) {
     mkdirSync(join(dir, "resources"), { recursive: true });
     for (const [name, def] of Object.entries(opts.defs)) writeFileSync(join(dir, "resources", `${name}.json`), JSON.stringify(def, null, 2));
@@ -35,7 +60,7 @@ export type CliResult = { code: number; stdout: string; stderr: string };
 export async function cli(dir: string, args: string[], opts: { env?: Record<string, string>; stdin?: string } = {}): Promise<CliResult> {
   const p = Bun.spawn(["bun", MAIN, ...args, "--dir", dir], {
     cwd: dir,
-    env: { ...process.env, ...opts.env },
+    env: { ...process.env, ...siteEnv(dir), ...opts.env },
     stdin: opts.stdin !== undefined ? new TextEncoder().encode(opts.stdin) : "ignore",
     stdout: "pipe",
     stderr: "pipe",
@@ -57,7 +82,7 @@ export type Server = {
 export async function serve(dir: string, opts: { env?: Record<string, string>; args?: string[] } = {}): Promise<Server> {
   const proc = Bun.spawn(["bun", MAIN, "serve", "--dir", dir, "--port", "0", "--host", "127.0.0.1", ...(opts.args ?? [])], {
     cwd: dir,
-    env: { ...process.env, RESD_LOG_FORMAT: "text", ...opts.env },
+    env: { ...process.env, RESD_LOG_FORMAT: "text", ...siteEnv(dir), ...opts.env },
     stdout: "pipe",
     stderr: "pipe",
   });

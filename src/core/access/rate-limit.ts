@@ -9,7 +9,7 @@
  */
 import type { Site } from "../site";
 import { AppError } from "../errors";
-import { accessStore, type LoginState } from "../store/access-sqlite";
+import type { LoginState } from "../store/types";
 import type { Principal } from "./permissions";
 
 export const FORGET_AFTER_MS = 24 * 3600 * 1000;
@@ -39,7 +39,7 @@ export async function reserveAttempt(site: Site, email: string, now = Date.now()
   // Stale counters are swept now and then, here, so the table never grows without bound.
   if (Math.random() < 0.01) await purgeLoginStates(site, now);
   let refused: AppError | null = null;
-  await accessStore(site.store).updateLoginState(accountKey(email), (cur) => {
+  await site.store.access.updateLoginState(accountKey(email), (cur) => {
     if (cur && cur.locked_until > now) {
       refused = locked(cur.locked_until, now);
       return cur;
@@ -52,12 +52,12 @@ export async function reserveAttempt(site: Site, email: string, now = Date.now()
 }
 
 export async function clearFailures(site: Site, email: string): Promise<void> {
-  const a = accessStore(site.store);
+  const a = site.store.access;
   if (await a.loginState(accountKey(email))) await a.updateLoginState(accountKey(email), () => null);
 }
 
 /** Drops counters that can no longer matter (called from the server's upkeep). */
-export const purgeLoginStates = (site: Site, now = Date.now()) => accessStore(site.store).purgeLoginStates(now - FORGET_AFTER_MS);
+export const purgeLoginStates = (site: Site, now = Date.now()) => site.store.access.purgeLoginStates(now - FORGET_AFTER_MS);
 
 const AI_WINDOW_MS = 3600 * 1000;
 
@@ -69,7 +69,7 @@ const AI_WINDOW_MS = 3600 * 1000;
 export async function takeAiCall(site: Site, p: Principal, now = Date.now()): Promise<void> {
   const key = `\0ai\0${p.uuid ?? p.kind}`;
   let refused: AppError | null = null;
-  await accessStore(site.store).updateLoginState(key, (cur) => {
+  await site.store.access.updateLoginState(key, (cur) => {
     const fresh = !cur || now - cur.last_ms >= AI_WINDOW_MS;
     const calls = fresh ? 1 : cur.failures + 1;
     if (calls > site.config.aiRate) {

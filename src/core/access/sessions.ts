@@ -4,7 +4,7 @@
  * password change ends every session). A session lives `sessionTtl` seconds after its last use.
  */
 import type { Site } from "../site";
-import { accessStore, type SessionRow } from "../store/access-sqlite";
+import type { SessionRow } from "../store/types";
 import type { Principal } from "./permissions";
 import { passwordFingerprint } from "./tokens";
 import { findUser, principalForUser, type UserRow } from "./users";
@@ -19,7 +19,7 @@ export async function startSession(site: Site, user: UserRow): Promise<{ id: str
   const raw = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
   const now = Date.now();
   const expires = now + site.config.sessionTtl * 1000;
-  const a = accessStore(site.store);
+  const a = site.store.access;
   await a.putSession({ id: hashId(raw), user: user.uuid, pfp: passwordFingerprint(user), created: now, seen: now, expires });
   // Expired rows are swept now and then, on sign-in, so the table never grows without bound.
   if (Math.random() < 0.05) await a.purgeSessions(now);
@@ -27,7 +27,7 @@ export async function startSession(site: Site, user: UserRow): Promise<{ id: str
 }
 
 export async function endSession(site: Site, raw: string): Promise<void> {
-  await accessStore(site.store).deleteSession(hashId(raw));
+  await site.store.access.deleteSession(hashId(raw));
 }
 
 type Cached = { version: number; row: SessionRow; principal: Principal };
@@ -36,7 +36,7 @@ const caches = new WeakMap<Site, Map<string, Cached>>();
 /** The signed-in user's principal, or null for a missing, expired or revoked session. */
 export async function sessionPrincipal(site: Site, raw: string): Promise<Principal | null> {
   if (!/^[A-Za-z0-9_-]{43}$/.test(raw)) return null;
-  const a = accessStore(site.store);
+  const a = site.store.access;
   const id = hashId(raw);
   const now = Date.now();
   let cache = caches.get(site);

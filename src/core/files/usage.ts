@@ -46,7 +46,7 @@ export async function fileUsage(site: Site, p: Principal, md5: string): Promise<
   for (const def of contentResources(site)) {
     if (!can(p, def.name, "view")) continue;
     // The text search narrows the scan; the fields decide.
-    const q = { where: "WHERE data LIKE ?", args: [`%${md5}%`], orderBy: "ORDER BY id", limit: null, offset: 0 };
+    const q = { where: `WHERE ${site.store.dialect.recordText()} LIKE ?`, args: [`%${md5}%`], orderBy: "ORDER BY id", limit: null, offset: 0 };
     for await (const row of site.store.stream(def.name, q)) {
       const fields = fieldsNaming(def, JSON.parse(row.data) as Record<string, unknown>, md5);
       if (fields.length) out.push({ resource: def.name, uuid: row.uuid, fields });

@@ -40,18 +40,23 @@ function compileCondition(d: Dialect, def: ResourceDef, c: FilterCond, args: Sql
   const expr = column(d, c.field, f);
   const values = c.values.map((v) => (v === "" ? null : coerce(f, c.field, v)));
   const parts = values.map((v) => {
-    if (v === null) return `(${expr} IS NULL OR ${expr} = '')`;
-    if (f && isCompound(f)) {
+    // System columns are plain columns: never empty, compared as they are.
+    if (v === null) return f ? d.isEmpty(expr) : `${expr} IS NULL`;
+    if (!f) {
       args.push(v);
+      return `${expr} = ?`;
+    }
+    if (isCompound(f)) {
+      args.push(d.value(v, f.type));
       return d.jsonHas(c.field);
     }
     // A false boolean also matches a record that never set the field.
-    if (f?.type === "boolean" && v === 0) return `(${expr} = 0 OR ${expr} IS NULL)`;
-    args.push(v);
-    return `${expr} = ?`;
+    if (f.type === "boolean" && v === 0) return d.isFalse(expr);
+    args.push(d.value(v, f.type));
+    return d.equals(expr);
   });
   const any = parts.length === 1 ? parts[0] : `(${parts.join(" OR ")})`;
-  return c.negate ? `NOT COALESCE(${any}, 0)` : any;
+  return c.negate ? d.not(any) : any;
 }
 
 function compileSort(d: Dialect, def: ResourceDef, s: SortEntry): string {
@@ -61,7 +66,7 @@ function compileSort(d: Dialect, def: ResourceDef, s: SortEntry): string {
   let expr = lang ? d.fieldKey(s.field, lang) : column(d, s.field, f);
   if (s.flag === "numeric" && f && f.type !== "number") expr = d.numeric(expr);
   if (s.flag === "text") expr = d.text(expr);
-  return `${expr} ${s.desc ? "DESC" : "ASC"}`;
+  return f ? d.order(expr, s.desc) : `${expr} ${s.desc ? "DESC" : "ASC"}`;
 }
 
 const likeEscape = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;

@@ -1,45 +1,16 @@
 /**
  * SQL for the access layer: server-side sessions and failed-login counters (tables of MIGRATIONS
- * entry "sessions and login failures"). Kept in the store folder so that all SQL stays here; a
- * PostgreSQL store would bring its own `AccessStore`.
+ * entry "sessions and login failures"). The PostgreSQL store brings its own (access-postgres.ts).
  */
-import type { Statement } from "bun:sqlite";
-import type { Store } from "./types";
-import { SqliteStore } from "./sqlite";
+import type { Database, Statement } from "bun:sqlite";
+import type { AccessStore, LoginState, SessionRow, Store } from "./types";
 
-export type SessionRow = {
-  /** SHA-256 of the cookie value: a stolen database does not yield usable cookies. */
-  id: string;
-  user: string;
-  /** Fingerprint of the user's password hash when the session began. */
-  pfp: string;
-  created: number;
-  seen: number;
-  expires: number;
-};
-
-export type LoginState = { account: string; failures: number; last_ms: number; locked_until: number };
-
-export interface AccessStore {
-  /** Changes whenever anything commits to the database (this process or another). */
-  version(): number;
-  getSession(id: string): Promise<SessionRow | null>;
-  putSession(s: SessionRow): Promise<void>;
-  touchSession(id: string, seen: number, expires: number): Promise<void>;
-  deleteSession(id: string): Promise<void>;
-  purgeSessions(now: number): Promise<number>;
-  loginState(account: string): Promise<LoginState | null>;
-  /** Reads and replaces one account's counter in one transaction; `null` from `fn` deletes it. */
-  updateLoginState(account: string, fn: (cur: LoginState | null) => LoginState | null): Promise<LoginState | null>;
-  purgeLoginStates(before: number): Promise<number>;
-}
-
-class SqliteAccessStore implements AccessStore {
+export class SqliteAccessStore implements AccessStore {
   private readonly versionStmt: Statement;
   private readonly sessionStmt: Statement;
   private readonly loginStmt: Statement;
 
-  constructor(private readonly store: SqliteStore) {
+  constructor(private readonly store: Pick<Store, "transaction"> & { readDb: Database; writeDb: Database }) {
     this.versionStmt = store.readDb.query("PRAGMA data_version");
     this.sessionStmt = store.readDb.query("SELECT * FROM _resd_sessions WHERE id = ?");
     this.loginStmt = store.readDb.query("SELECT * FROM _resd_login_failures WHERE account = ?");
@@ -99,17 +70,4 @@ class SqliteAccessStore implements AccessStore {
     return this.store.transaction(async () =>
       this.store.writeDb.query("DELETE FROM _resd_login_failures WHERE last_ms < ? AND locked_until < ?").run(before, before).changes);
   }
-}
-
-const adapters = new WeakMap<Store, AccessStore>();
-
-/** The access tables of a site's store. */
-export function accessStore(store: Store): AccessStore {
-  let a = adapters.get(store);
-  if (!a) {
-    if (!(store instanceof SqliteStore)) throw new Error("sessions and login counters need the SQLite store");
-    a = new SqliteAccessStore(store);
-    adapters.set(store, a);
-  }
-  return a;
 }

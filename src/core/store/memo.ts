@@ -59,3 +59,48 @@ export class BoundedMemo {
     return this.entries.size;
   }
 }
+
+/** Answers valid until anything commits: when `version()` changes, every answer goes at once. */
+export class CommitMemo {
+  private readonly memo: BoundedMemo;
+  private memoVersion = -1;
+  /** Misses being computed, shared by requests that ask the same meanwhile. */
+  private readonly inflight = new Map<string, { version: number; value: Promise<unknown> }>();
+
+  constructor(maxBytes: number, private readonly version: () => number) {
+    this.memo = new BoundedMemo(maxBytes);
+  }
+
+  /**
+   * A memo of one answer, computed on a miss (once, however many ask meanwhile); `size` estimates
+   * the bytes it holds, or null when it is not worth keeping. Every answer is dropped once anything
+   * commits, and an answer computed across a commit is not kept.
+   */
+  async remember<T>(key: string, compute: () => Promise<T>, size: (v: T) => number | null = () => 16): Promise<T> {
+    const version = this.version();
+    if (version !== this.memoVersion) {
+      this.memo.clear();
+      this.inflight.clear();
+      this.memoVersion = version;
+    }
+    const hit = this.memo.get<T>(key);
+    if (hit !== undefined) return hit;
+    const running = this.inflight.get(key);
+    if (running && running.version === version) return running.value as Promise<T>;
+    const value = compute();
+    this.inflight.set(key, { version, value });
+    try {
+      const v = await value;
+      const bytes = size(v);
+      if (bytes !== null && this.version() === version && this.memoVersion === version) this.memo.set(key, v, bytes);
+      return v;
+    } finally {
+      if (this.inflight.get(key)?.value === value) this.inflight.delete(key);
+    }
+  }
+
+  /** Estimated bytes held now. */
+  get bytes(): number {
+    return this.memo.bytes;
+  }
+}

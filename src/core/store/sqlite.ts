@@ -17,10 +17,11 @@ import { sqliteDialect } from "./dialect";
 import { Checkpointer, FALLBACK_AUTOCHECKPOINT_PAGES } from "./checkpointer";
 import { countCaptureSql, flushCounts, flushSearchIndex, migrateInternal, searchTable, syncResource } from "./sqlite-schema";
 import { SqliteJobs, insertJob } from "./sqlite-jobs";
-import { BoundedMemo } from "./memo";
+import { SqliteAccessStore } from "./access-sqlite";
+import { BoundedMemo, CommitMemo } from "./memo";
 import { ReadPool } from "./read-pool";
 import { COLS, SqliteReads } from "./sqlite-reads";
-import type { CompiledQuery, DetachedReads, HistoryEntry, SchemaChange, SqlValue, Store, StoreTx, StoredRecord, TxOptions } from "./types";
+import type { AccessStore, CompiledQuery, DetachedReads, HistoryEntry, SchemaChange, SqlValue, Store, StoreTx, StoredRecord, TxOptions } from "./types";
 
 const BATCH = 512;
 /** Rows per cached page (larger pages are not kept). */
@@ -73,25 +74,26 @@ function mapWriteError(e: unknown, resource: string, uuid: string): never {
 export class SqliteStore implements Store {
   readonly dialect = sqliteDialect;
   readonly jobs = new SqliteJobs(this);
+  private accessStore: AccessStore | null = null;
+  get access(): AccessStore {
+    return (this.accessStore ??= new SqliteAccessStore(this));
+  }
   private readonly writer: Database;
   private readonly reader: Database;
   private readonly reads: SqliteReads;
   private queue: Job[] = [];
   private draining = false;
   /** Answers valid until anything commits (here or in another process), all dropped together then. */
-  private readonly memo: BoundedMemo;
-  private memoVersion = -1;
+  private readonly memo: CommitMemo;
   private readonly versionStmt: Statement;
 
   private pool: ReadPool | null = null;
   private checkpointer: Checkpointer | null = null;
   private readonly readWorkers: number;
   private readonly queryBudgetMs: number;
-  /** Misses being computed, shared by requests that ask the same meanwhile. */
-  private readonly inflight = new Map<string, { version: number; value: Promise<unknown> }>();
 
   constructor(readonly path: string, opts: { cacheMaxBytes?: number; readWorkers?: number; queryBudgetMs?: number } = {}) {
-    this.memo = new BoundedMemo(opts.cacheMaxBytes ?? 64 * 1024 * 1024);
+    this.memo = new CommitMemo(opts.cacheMaxBytes ?? 64 * 1024 * 1024, () => this.version());
     this.readWorkers = path === ":memory:" ? 0 : (opts.readWorkers ?? 2);
     this.queryBudgetMs = opts.queryBudgetMs ?? 10_000;
     if (path !== ":memory:") {
@@ -247,32 +249,8 @@ export class SqliteStore implements Store {
     return pool ? pool.get<T>(sql, args) : ((this.reader.query(sql).get(...(args as never[])) as T | null) ?? null);
   }
 
-  /**
-   * A memo of one answer, computed on a miss (once, however many ask meanwhile); `size` estimates
-   * the bytes it holds, or null when it is not worth keeping. Every answer is dropped once anything
-   * commits, and an answer computed across a commit is not kept.
-   */
-  private async remember<T>(key: string, compute: () => Promise<T>, size: (v: T) => number | null = () => 16): Promise<T> {
-    const version = this.version();
-    if (version !== this.memoVersion) {
-      this.memo.clear();
-      this.inflight.clear();
-      this.memoVersion = version;
-    }
-    const hit = this.memo.get<T>(key);
-    if (hit !== undefined) return hit;
-    const running = this.inflight.get(key);
-    if (running && running.version === version) return running.value as Promise<T>;
-    const value = compute();
-    this.inflight.set(key, { version, value });
-    try {
-      const v = await value;
-      const bytes = size(v);
-      if (bytes !== null && this.version() === version && this.memoVersion === version) this.memo.set(key, v, bytes);
-      return v;
-    } finally {
-      if (this.inflight.get(key)?.value === value) this.inflight.delete(key);
-    }
+  private remember<T>(key: string, compute: () => Promise<T>, size?: (v: T) => number | null): Promise<T> {
+    return this.memo.remember(key, compute, size);
   }
 
   /** Estimated bytes the memo of answers holds now. */

@@ -110,6 +110,8 @@ export interface Store extends RecordReads {
   ping(): Promise<boolean>;
   /** The durable job queue (see src/core/jobs). */
   readonly jobs: JobQueue;
+  /** Sessions and failed-login counters. */
+  readonly access: AccessStore;
   close(): Promise<void>;
 }
 
@@ -167,6 +169,18 @@ export interface Dialect {
   table(resource: string): string;
   /** The expression reading one field of the JSON record; indexes are built on exactly this. */
   field(name: string): string;
+  /** A field expression equal to one bound value (bound through `value`). */
+  equals(expr: string): string;
+  /** A filter value as the engine compares it with a field expression (`type`: the field's type). */
+  value(v: SqlValue, type: string): SqlValue;
+  /** A field expression that is unset or empty. */
+  isEmpty(expr: string): string;
+  /** A boolean field expression that is false or unset. */
+  isFalse(expr: string): string;
+  /** The negation of a condition that may be NULL (an unset field), which then counts as false. */
+  not(cond: string): string;
+  /** One sort key of a field; unset values first in ascending order, as SQLite sorts them. */
+  order(expr: string, desc: boolean): string;
   /** One key inside an object field (a language of a translated field). */
   fieldKey(name: string, key: string): string;
   /** Case-insensitive "contains" (the caller escapes % and _ with backslash). */
@@ -179,6 +193,37 @@ export interface Dialect {
   jsonHas(path: string): string;
   /** True when a value of the JSON array or object of the field contains the bound LIKE pattern. */
   jsonContains(field: string): string;
+  /** The whole stored record as text (a coarse LIKE over it narrows a scan). */
+  recordText(): string;
   /** True when the record's search text (the search index) matches the bound LIKE pattern. */
   searchIndex(resource: string): string;
 }
+
+/** Tables of the access layer: server-side sessions and failed-login counters. */
+export type SessionRow = {
+  /** SHA-256 of the cookie value: a stolen database does not yield usable cookies. */
+  id: string;
+  user: string;
+  /** Fingerprint of the user's password hash when the session began. */
+  pfp: string;
+  created: number;
+  seen: number;
+  expires: number;
+};
+
+export type LoginState = { account: string; failures: number; last_ms: number; locked_until: number };
+
+export interface AccessStore {
+  /** Changes whenever anything commits to the database (this process or another). */
+  version(): number;
+  getSession(id: string): Promise<SessionRow | null>;
+  putSession(s: SessionRow): Promise<void>;
+  touchSession(id: string, seen: number, expires: number): Promise<void>;
+  deleteSession(id: string): Promise<void>;
+  purgeSessions(now: number): Promise<number>;
+  loginState(account: string): Promise<LoginState | null>;
+  /** Reads and replaces one account's counter in one transaction; `null` from `fn` deletes it. */
+  updateLoginState(account: string, fn: (cur: LoginState | null) => LoginState | null): Promise<LoginState | null>;
+  purgeLoginStates(before: number): Promise<number>;
+}
+

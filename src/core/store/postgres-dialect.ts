@@ -1,0 +1,91 @@
+/**
+ * SQL spellings for PostgreSQL. Records are stored as `json` (the text exactly as written, so the
+ * API answers with the same field order as on SQLite); a field is read as `jsonb` with JSON null
+ * taken as SQL NULL, so that indexes, comparisons and sorts behave as SQLite's json_extract does.
+ */
+import { quoteIdent } from "./dialect";
+import type { Dialect, SqlValue } from "./types";
+
+/** A SQL string literal. */
+export const lit = (s: string) => `'${s.replace(/'/g, "''")}'`;
+
+const fieldOf = (name: string) => `nullif((data->${lit(name)})::jsonb, 'null'::jsonb)`;
+
+export class PgDialect implements Dialect {
+  /** Per resource, the expression of its search text (set by the schema sync, indexed by trigrams). */
+  readonly searchText = new Map<string, string>();
+
+  table(resource: string): string {
+    return quoteIdent(`r:${resource}`);
+  }
+  field(name: string): string {
+    return fieldOf(name);
+  }
+  fieldKey(name: string, key: string): string {
+    return `nullif((data->${lit(name)}->${lit(key)})::jsonb, 'null'::jsonb)`;
+  }
+  equals(expr: string): string {
+    return `${expr} = (?::text)::jsonb`;
+  }
+  value(v: SqlValue, type: string): SqlValue {
+    if (type === "boolean") return v ? "true" : "false";
+    return JSON.stringify(v);
+  }
+  isEmpty(expr: string): string {
+    return `(${expr} IS NULL OR ${expr} = '""'::jsonb)`;
+  }
+  isFalse(expr: string): string {
+    return `(${expr} IS NULL OR ${expr} IN ('false'::jsonb, '0'::jsonb))`;
+  }
+  not(cond: string): string {
+    return `NOT COALESCE(${cond}, false)`;
+  }
+  order(expr: string, desc: boolean): string {
+    return `${expr} ${desc ? "DESC NULLS LAST" : "ASC NULLS FIRST"}`;
+  }
+  contains(expr: string): string {
+    return `(${expr} #>> '{}') ILIKE ?`;
+  }
+  numeric(expr: string): string {
+    // SQLite's CAST(… AS REAL): the leading number of the text, 0 when there is none.
+    return `CASE WHEN ${expr} IS NULL THEN NULL ELSE coalesce(substring((${expr} #>> '{}') from '^\\s*([-+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?)')::float8, 0) END`;
+  }
+  text(expr: string): string {
+    return `lower(${expr} #>> '{}')`;
+  }
+  jsonHas(field: string): string {
+    return `EXISTS (SELECT 1 FROM resd_values((data->${lit(field)})::jsonb) v WHERE v = (?::text)::jsonb)`;
+  }
+  jsonContains(field: string): string {
+    return `EXISTS (SELECT 1 FROM resd_values((data->${lit(field)})::jsonb) v WHERE (v #>> '{}') ILIKE ?)`;
+  }
+  recordText(): string {
+    return "data::text";
+  }
+  searchIndex(resource: string): string {
+    return `${this.searchText.get(resource) ?? "''"} ILIKE ?`;
+  }
+}
+
+/** The search text of a record over some fields, as the trigram index holds it. */
+export const searchTextSql = (fields: string[]) => `resd_search_text(data, ARRAY[${fields.map(lit).join(", ") || ""}]::text[])`;
+
+/**
+ * `?` placeholders (the store's SQL is written with them, as SQLite takes them) numbered as
+ * PostgreSQL wants: `$1`, `$2`… Quoted text and identifiers are left alone.
+ */
+export function numbered(sql: string): string {
+  let n = 0;
+  let out = "";
+  let quote: string | null = null;
+  for (const ch of sql) {
+    if (quote) {
+      if (ch === quote) quote = null;
+      out += ch;
+    } else if (ch === "'" || ch === '"') {
+      quote = ch;
+      out += ch;
+    } else out += ch === "?" ? `$${++n}` : ch;
+  }
+  return out;
+}

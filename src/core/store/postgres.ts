@@ -1,0 +1,367 @@
+/**
+ * PostgreSQL adapter of the store, through Bun's built-in SQL client. Reads run on the pool; each
+ * transaction reserves a connection of its own (PostgreSQL commits concurrent transactions together
+ * by itself, so there is no group commit here). Several resd instances may share one database: every
+ * commit notifies the others (LISTEN/NOTIFY), which drop their cached pages and totals at once.
+ *
+ * Rule for callers, as on SQLite: a transaction body only awaits the store.
+ */
+import { SQL, type ReservedSQL } from "bun";
+import { AppError } from "../errors";
+import { maskUrl } from "../config";
+import type { ResourceDef } from "../definitions/types";
+import { CommitMemo, BoundedMemo } from "./memo";
+import { numbered, PgDialect } from "./postgres-dialect";
+import { migrateInternal, SCHEMA_LOCK, syncResource } from "./postgres-schema";
+import { PgJobs, insertPgJob } from "./postgres-jobs";
+import { PgAccessStore } from "./access-postgres";
+import type { AccessStore, CompiledQuery, DetachedReads, HistoryEntry, SchemaChange, SqlValue, Store, StoreTx, StoredRecord, TxOptions } from "./types";
+
+/** The stored columns of a record, as the rest of resd reads them (int8 comes back as text otherwise). */
+export const PG_COLS = "uuid, data::text AS data, _created::float8 AS _created, _modified::float8 AS _modified, _created_by, _modified_by";
+const historyCols = (a = "") =>
+  `${a}id::float8 AS id, ${a}resource, ${a}uuid, ${a}action, ${a}at::float8 AS at, ${a}"user", ${a}data, ${a}_created::float8 AS _created`;
+/** Rows a stream fetches from its cursor at a time. */
+const STREAM_BATCH = 500;
+/** Rows per cached page (larger pages are not kept). */
+const PAGE_CACHE_ROWS = 200;
+const ROW_OVERHEAD = 240;
+/** The channel on which every commit is announced to the other instances. */
+const CHANNEL = "resd_commits";
+/** Attempts of a transaction that PostgreSQL ended to break a deadlock or a serialization conflict. */
+const TX_ATTEMPTS = 3;
+
+type PgError = Error & { errno?: string; constraint?: string; detail?: string };
+
+
+export class PgStore implements Store {
+  readonly dialect = new PgDialect();
+  readonly jobs: PgJobs;
+  readonly access: AccessStore;
+  readonly sql: SQL;
+  private readonly memo: CommitMemo;
+  private readonly instance = crypto.randomUUID();
+  private local = 0;
+  private listening: { unlisten(): Promise<void> } | null = null;
+  /** Per unique index, the field it guards (for the 422 naming it). */
+  private readonly uniqueFields = new Map<string, string>();
+
+  private constructor(readonly url: string, opts: { cacheMaxBytes?: number; queryBudgetMs?: number; max?: number }) {
+    this.sql = new SQL(url, {
+      max: opts.max ?? 10,
+      connectionTimeout: 10,
+      connection: { statement_timeout: opts.queryBudgetMs ?? 10_000, application_name: "resd" },
+    });
+    this.queryBudgetMs = opts.queryBudgetMs ?? 10_000;
+    this.memo = new CommitMemo(opts.cacheMaxBytes ?? 64 * 1024 * 1024, () => this.version());
+    this.jobs = new PgJobs(this);
+    this.access = new PgAccessStore(this);
+  }
+  private readonly queryBudgetMs: number;
+
+  /** Connects, migrates the internal tables (once, whoever starts at the same time) and listens for commits. */
+  static async open(url: string, opts: { cacheMaxBytes?: number; queryBudgetMs?: number; max?: number } = {}): Promise<PgStore> {
+    const store = new PgStore(url, opts);
+    try {
+      await store.locked(async (db) => migrateInternal(db));
+      store.listening = await store.sql.listen(CHANNEL, (from) => {
+        if (from !== store.instance) store.local++;
+      }, () => store.local++);
+    } catch (e) {
+      await store.sql.close().catch(() => {});
+      throw new Error(`cannot use the database at ${maskUrl(url)}: ${(e as Error).message}`);
+    }
+    return store;
+  }
+
+  /** Runs `fn` in a transaction holding the schema lock, without a statement time limit. */
+  private async locked<T>(fn: (db: ReservedSQL) => Promise<T>): Promise<T> {
+    const db = await this.sql.reserve();
+    try {
+      await db.unsafe("BEGIN");
+      await db.unsafe("SET LOCAL statement_timeout = 0");
+      await db.unsafe("SELECT pg_advisory_xact_lock($1)", [SCHEMA_LOCK]);
+      const value = await fn(db);
+      await db.unsafe("SELECT pg_notify($1, $2)", [CHANNEL, this.instance]);
+      await db.unsafe("COMMIT");
+      this.local++;
+      return value;
+    } catch (e) {
+      await db.unsafe("ROLLBACK").catch(() => {});
+      throw e;
+    } finally {
+      db.release();
+    }
+  }
+
+  /** Changes whenever anything commits, here or on another instance (as soon as its notice arrives). */
+  version(): number {
+    return this.local;
+  }
+
+  async syncSchema(defs: Iterable<ResourceDef>): Promise<SchemaChange[]> {
+    const all = [...defs];
+    return this.locked(async (db) => {
+      const changes: SchemaChange[] = [];
+      for (const def of all) {
+        const r = await syncResource(db, def, this.dialect);
+        changes.push(...r.changes);
+        for (const [name, field] of r.synced.uniqueFields) this.uniqueFields.set(name, field);
+      }
+      return changes;
+    });
+  }
+
+  detachedReads(): DetachedReads | null {
+    return null;
+  }
+
+  /** A read on the pool; a query past the time budget becomes a 503 the caller can retry. */
+  async query<T>(sql: string, args: SqlValue[] = []): Promise<T[]> {
+    try {
+      return (await this.sql.unsafe(numbered(sql), args as never[])) as T[];
+    } catch (e) {
+      throw this.readError(e);
+    }
+  }
+
+  private readError(e: unknown): unknown {
+    if ((e as PgError).errno === "57014") {
+      return new AppError(503, "SERVICE_UNAVAILABLE", `the query ran past its time budget (RESD_QUERY_TIMEOUT ${this.queryBudgetMs} ms); narrow the filter or use an indexed field`, { retryAfter: 5 });
+    }
+    return e;
+  }
+
+  async get(resource: string, uuid: string): Promise<StoredRecord | null> {
+    return (await this.query<StoredRecord>(`SELECT ${PG_COLS} FROM ${this.dialect.table(resource)} WHERE uuid = ?`, [uuid]))[0] ?? null;
+  }
+
+  async findBy(resource: string, field: string, value: SqlValue, except?: string): Promise<StoredRecord | null> {
+    const d = this.dialect;
+    const [cond, v] = field === "uuid" ? ["uuid = ?", value] : [d.equals(d.field(field)), JSON.stringify(value)];
+    return (await this.query<StoredRecord>(`SELECT ${PG_COLS} FROM ${d.table(resource)} WHERE ${cond} AND uuid != ? LIMIT 1`, [v, except ?? ""]))[0] ?? null;
+  }
+
+  async findByKey(resource: string, field: string, key: string, value: SqlValue, except?: string): Promise<StoredRecord | null> {
+    const d = this.dialect;
+    return (await this.query<StoredRecord>(`SELECT ${PG_COLS} FROM ${d.table(resource)} WHERE ${d.equals(d.fieldKey(field, key))} AND uuid != ? LIMIT 1`,
+      [JSON.stringify(value), except ?? ""]))[0] ?? null;
+  }
+
+  async *all(resource: string): AsyncIterable<StoredRecord> {
+    yield* this.stream(resource, { where: "", args: [], orderBy: "ORDER BY id", limit: null, offset: 0 });
+  }
+
+  /** A search term shorter than a trigram gains nothing from the index: it is answered by a scan. */
+  private plan<Q extends Pick<CompiledQuery, "where" | "args" | "search">>(q: Q): Q {
+    if (!q.search || Array.from(q.search.term).length >= 3) return q;
+    return { ...q, where: q.search.scan.where, args: q.search.scan.args, search: undefined };
+  }
+
+  private selectSql(resource: string, q: CompiledQuery): [string, SqlValue[]] {
+    const p = this.plan(q);
+    const paging = p.limit !== null ? " LIMIT ? OFFSET ?" : p.offset ? " OFFSET ?" : "";
+    const args = p.limit !== null ? [...p.args, p.limit, p.offset] : p.offset ? [...p.args, p.offset] : p.args;
+    return [`SELECT ${PG_COLS} FROM ${this.dialect.table(resource)} ${p.where} ${p.orderBy}${paging}`, args];
+  }
+
+  async page(resource: string, q: CompiledQuery): Promise<StoredRecord[]> {
+    const [sql, args] = this.selectSql(resource, q);
+    return this.memo.remember(BoundedMemo.key("page", sql, JSON.stringify(args)), () => this.query<StoredRecord>(sql, args),
+      (rows) => (rows.length <= PAGE_CACHE_ROWS ? rows.reduce((n, r) => n + r.data.length * 2 + ROW_OVERHEAD, 0) : null));
+  }
+
+  async count(resource: string, q: Pick<CompiledQuery, "where" | "args" | "counted" | "search">): Promise<number> {
+    const p = this.plan(q);
+    return this.memo.remember(BoundedMemo.key("count", resource, p.where, JSON.stringify(p.args)),
+      async () => Number((await this.query<{ n: string }>(`SELECT count(*) AS n FROM ${this.dialect.table(resource)} ${p.where}`, p.args))[0].n));
+  }
+
+  /** Rows through a cursor on a connection of its own, a batch at a time. */
+  async *stream(resource: string, q: CompiledQuery): AsyncIterable<StoredRecord> {
+    const [sql, args] = this.selectSql(resource, q);
+    const db = await this.sql.reserve();
+    let open = false;
+    try {
+      await db.unsafe("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+      open = true;
+      // A long export is not a runaway query: the budget applies to each fetch, not to the whole.
+      await db.unsafe(`DECLARE resd_rows NO SCROLL CURSOR FOR ${numbered(sql)}`, args as never[]);
+      for (;;) {
+        const rows = (await db.unsafe(`FETCH ${STREAM_BATCH} FROM resd_rows`).catch((e) => Promise.reject(this.readError(e)))) as StoredRecord[];
+        for (const r of rows) yield r;
+        if (rows.length < STREAM_BATCH) break;
+      }
+    } finally {
+      if (open) await db.unsafe("ROLLBACK").catch(() => {});
+      db.release();
+    }
+  }
+
+  async lastChange(resource: string): Promise<number> {
+    return this.memo.remember(`change\u0000${resource}`, async () =>
+      Number((await this.query<{ changed_ms: string }>("SELECT changed_ms FROM _resd_changes WHERE resource = ?", [resource]))[0]?.changed_ms ?? 0));
+  }
+
+  async history(resource: string, uuid: string): Promise<HistoryEntry[]> {
+    return this.query<HistoryEntry>(`SELECT ${historyCols()} FROM _resd_history WHERE resource = ? AND uuid = ? ORDER BY id`, [resource, uuid]);
+  }
+
+  async deleted(resource: string, since: number, limit: number): Promise<HistoryEntry[]> {
+    return this.query<HistoryEntry>(`SELECT ${historyCols("h.")} FROM _resd_history h
+        WHERE h.action = 'delete' AND h.at >= ? AND h.resource = ?
+        AND NOT EXISTS (SELECT 1 FROM ${this.dialect.table(resource)} r WHERE r.uuid = h.uuid)
+        AND h.id = (SELECT max(id) FROM _resd_history l WHERE l.resource = h.resource AND l.uuid = h.uuid)
+        ORDER BY h.at DESC, h.id DESC LIMIT ?`, [since, resource, limit]);
+  }
+
+  async historyEntry(id: number): Promise<HistoryEntry | null> {
+    if (!Number.isSafeInteger(id)) return null;
+    return (await this.query<HistoryEntry>(`SELECT ${historyCols()} FROM _resd_history WHERE id = ?`, [id]))[0] ?? null;
+  }
+
+  async purgeHistory(before: number): Promise<number> {
+    return this.raw(async (db) => (await db.unsafe(`DELETE FROM _resd_history WHERE (resource, uuid) IN (
+        SELECT resource, uuid FROM _resd_history h WHERE action = 'delete' AND at < $1
+          AND id = (SELECT max(id) FROM _resd_history WHERE resource = h.resource AND uuid = h.uuid))`, [before])).count);
+  }
+
+  async ping(): Promise<boolean> {
+    try {
+      await this.sql.unsafe("SELECT 1");
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.listening?.unlisten().catch(() => {});
+    await this.sql.close({ timeout: 5 });
+  }
+
+  /** A transaction of plain SQL on the reserved connection (the queue, sessions, purges). */
+  raw<T>(fn: (db: ReservedSQL) => Promise<T>): Promise<T> {
+    return this.run(async (db) => fn(db));
+  }
+
+  transaction<T>(fn: (tx: StoreTx) => Promise<T>, _opts: TxOptions = {}): Promise<T> {
+    return this.run(async (db, touched, after) => fn(this.txFor(db, touched, after)));
+  }
+
+  /**
+   * BEGIN … COMMIT on a reserved connection. PostgreSQL ends one of two transactions that wait on
+   * each other (deadlock) or conflict; that one runs again from the start, up to three times.
+   */
+  private async run<T>(fn: (db: ReservedSQL, touched: Set<string>, after: (() => void)[]) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      const touched = new Set<string>();
+      const after: (() => void)[] = [];
+      let db: ReservedSQL;
+      try {
+        db = await this.sql.reserve();
+      } catch (e) {
+        throw new AppError(503, "SERVICE_UNAVAILABLE", `the database does not answer: ${(e as Error).message}`, { retryAfter: 5 });
+      }
+      try {
+        await db.unsafe("BEGIN");
+        const value = await fn(db, touched, after);
+        const now = Date.now();
+        // In name order, so that two transactions never wait on each other's marks.
+        for (const r of [...touched].sort()) {
+          await db.unsafe(`INSERT INTO _resd_changes (resource, changed_ms) VALUES ($1, $2)
+            ON CONFLICT (resource) DO UPDATE SET changed_ms = GREATEST(_resd_changes.changed_ms + 1, excluded.changed_ms)`, [r, now]);
+        }
+        await db.unsafe("SELECT pg_notify($1, $2)", [CHANNEL, this.instance]);
+        await db.unsafe("COMMIT");
+        this.local++;
+        for (const f of after) queueMicrotask(f);
+        return value;
+      } catch (e) {
+        await db.unsafe("ROLLBACK").catch(() => {});
+        const code = (e as PgError).errno;
+        if ((code === "40P01" || code === "40001") && attempt < TX_ATTEMPTS) continue;
+        if (code === "57014") throw new AppError(503, "SERVICE_UNAVAILABLE", `the write ran past its time budget (RESD_QUERY_TIMEOUT ${this.queryBudgetMs} ms)`, { retryAfter: 5 });
+        throw e;
+      } finally {
+        db.release();
+      }
+    }
+  }
+
+  /** Maps constraint failures to domain errors; everything else stays an internal error. */
+  private writeError(e: unknown, resource: string, uuid: string): never {
+    const err = e as PgError;
+    if (err.errno === "23505") {
+      if (err.constraint?.endsWith("_uuid_key")) throw new AppError(409, "RESOURCE_EXISTS", `${resource}/${uuid} already exists`);
+      const field = err.constraint ? this.uniqueFields.get(err.constraint) : undefined;
+      if (field) throw new AppError(422, "INVALID_DATA", "one or more fields are invalid", { errors: { [field]: "this value is already used by another record" } });
+    }
+    throw e;
+  }
+
+  private txFor(db: ReservedSQL, touched: Set<string>, after: (() => void)[]): StoreTx {
+    const t = (r: string) => this.dialect.table(r);
+    const q = (sql: string, args: SqlValue[] = []) => db.unsafe(numbered(sql), args as never[]);
+    return {
+      // Locked until the transaction ends: a concurrent update of the same record waits and then sees this one.
+      get: async (resource, uuid) => ((await q(`SELECT ${PG_COLS} FROM ${t(resource)} WHERE uuid = ? FOR UPDATE`, [uuid]))[0] as StoredRecord | undefined) ?? null,
+      insert: async (resource, rec) => {
+        // A savepoint keeps the transaction usable after a refused row (an import rejects it and goes on).
+        await q("SAVEPOINT row");
+        try {
+          await q(`INSERT INTO ${t(resource)} (uuid, data, _created, _modified, _created_by, _modified_by) VALUES (?, (?::text)::json, ?, ?, ?, ?)`,
+            [rec.uuid, rec.data, rec._created, rec._modified, rec._created_by, rec._modified_by]);
+          await q("RELEASE SAVEPOINT row");
+        } catch (e) {
+          await q("ROLLBACK TO SAVEPOINT row");
+          await q("RELEASE SAVEPOINT row");
+          this.writeError(e, resource, rec.uuid);
+        }
+        touched.add(resource);
+      },
+      update: async (resource, rec) => {
+        await q("SAVEPOINT row");
+        try {
+          await q(`UPDATE ${t(resource)} SET data = (?::text)::json, _modified = ?, _modified_by = ? WHERE uuid = ?`, [rec.data, rec._modified, rec._modified_by, rec.uuid]);
+          await q("RELEASE SAVEPOINT row");
+        } catch (e) {
+          await q("ROLLBACK TO SAVEPOINT row");
+          await q("RELEASE SAVEPOINT row");
+          this.writeError(e, resource, rec.uuid);
+        }
+        touched.add(resource);
+      },
+      delete: async (resource, uuid) => {
+        const r = await q(`DELETE FROM ${t(resource)} WHERE uuid = ?`, [uuid]);
+        if (!r.count) return false;
+        touched.add(resource);
+        return true;
+      },
+      deleteAll: async (resource, history) => {
+        if (history) {
+          // Records never changed get their creation entry first, as any single delete would.
+          await q(`INSERT INTO _resd_history (resource, uuid, action, at, "user", data, _created)
+              SELECT ?, r.uuid, 'create', r._created * 1000, r._created_by, r.data::text, r._created FROM ${t(resource)} r
+              WHERE NOT EXISTS (SELECT 1 FROM _resd_history h WHERE h.resource = ? AND h.uuid = r.uuid) ORDER BY r.id`, [resource, resource]);
+          await q(`INSERT INTO _resd_history (resource, uuid, action, at, "user", data, _created)
+              SELECT ?, uuid, 'delete', ?, ?, data::text, _created FROM ${t(resource)} ORDER BY id`, [resource, history.at, history.user]);
+        }
+        const n = (await q(`DELETE FROM ${t(resource)}`)).count;
+        touched.add(resource);
+        return n;
+      },
+      addHistory: async (e) => {
+        await q(`INSERT INTO _resd_history (resource, uuid, action, at, "user", data, _created) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+          [e.resource, e.uuid, e.action, e.at, e.user, e.data, e._created]);
+      },
+      addCreationIfMissing: async (resource, row) => {
+        await q(`INSERT INTO _resd_history (resource, uuid, action, at, "user", data, _created)
+            SELECT ?, ?, 'create', ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM _resd_history WHERE resource = ? AND uuid = ?)`,
+        [resource, row.uuid, row._created * 1000, row._created_by, row.data, row._created, resource, row.uuid]);
+      },
+      afterCommit: (fn) => after.push(fn),
+      enqueueJob: async (job) => insertPgJob(db, job),
+    };
+  }
+}
