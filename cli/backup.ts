@@ -7,6 +7,11 @@ import { action, config } from "./common";
 
 type Opts = { dir?: string; out?: string; withSecrets?: boolean; json?: boolean };
 
+/** What a PostgreSQL site uses instead (docs/scale-out.md). */
+export const POSTGRES_BACKUP = "this site keeps its records in PostgreSQL (RESD_DATABASE_URL), which resd backup does not copy: " +
+  "back the database up with pg_dump (or the provider's snapshots), files in a bucket with its versioning, and DIR (resources, ext, .env) as plain files; " +
+  "resd export gives a portable copy of each resource";
+
 const stamp = () => new Date().toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
 
 export function registerBackup(program: Command) {
@@ -23,6 +28,7 @@ export function registerBackup(program: Command) {
       const secrets = Boolean(opts.withSecrets);
       // The archive holds what is on this machine; a bucket keeps its own copies (versioning).
       if (cfg.filesUrl) console.error(`resd: note: uploaded files are kept in ${cfg.filesUrl} and are not in this archive; keep them with the bucket's versioning or replication`);
+      if (cfg.databaseUrl) throw new AppError(400, "INVALID_DATA", POSTGRES_BACKUP);
       if (opts.out === "-") {
         if (process.stdout.isTTY) throw new AppError(400, "INVALID_DATA", "refusing to write an archive to a terminal; redirect stdout or use --out FILE");
         const sink = Bun.stdout.writer();

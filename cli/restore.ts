@@ -15,7 +15,11 @@ export function registerRestore(program: Command) {
     .option("--force", "replace the data, definitions and extensions of a non-empty site directory")
     .option("--json", "machine-readable result")
     .action(action(async (file: string, opts: Opts) => {
-      const dir = config(opts).dir;
+      const cfg = config(opts);
+      const dir = cfg.dir;
+      if (cfg.databaseUrl) {
+        throw new AppError(400, "INVALID_DATA", "resd restore makes a SQLite site, and this one is set to PostgreSQL (RESD_DATABASE_URL): restore without that setting, or restore the database with pg_restore");
+      }
       if (file !== "-" && !existsSync(file)) throw new AppError(404, "RESOURCE_NOT_FOUND", `no such file: ${file}`);
       const source = (file === "-" ? Bun.stdin : Bun.file(file)).stream() as ReadableStream<Uint8Array>;
       const stats = await restoreBackup(source, dir, { force: Boolean(opts.force) });

@@ -6,7 +6,8 @@ import { call } from "./helpers/access";
 import { Database } from "bun:sqlite";
 import { join } from "node:path";
 
-const dir = makeSite({ defs: { items: { fields: { title: { type: "text" } } } } });
+// The stored hash is read from the SQLite file.
+const dir = makeSite({ defs: { items: { fields: { title: { type: "text" } } } }, store: "sqlite" });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe("resd user", () => {

@@ -1,7 +1,7 @@
 /** Roles from the shell, a minimum password length on every path, and a password typed without echo. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
-import { adminSite, cli, makeSite, MAIN } from "./helpers/site";
+import { adminSite, cli, makeSite, MAIN, siteEnv } from "./helpers/site";
 
 const dirs: string[] = [];
 afterAll(() => { for (const d of dirs) rmSync(d, { recursive: true, force: true }); });
@@ -106,7 +106,7 @@ describe("a password typed at the terminal", () => {
   /** Runs resd under a pseudo-terminal (`script`), answering each prompt only once it is shown, as a person would. */
   async function onTerminal(dir: string, args: string[], answers: string[]) {
     const cmd = ["bun", MAIN, ...args, "--dir", dir].map((a) => `'${a}'`).join(" ");
-    const p = Bun.spawn(["script", "-qec", cmd, "/dev/null"], { stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+    const p = Bun.spawn(["script", "-qec", cmd, "/dev/null"], { stdin: "pipe", stdout: "pipe", stderr: "pipe", env: { ...process.env, ...siteEnv(dir) } });
     let out = "";
     const reading = (async () => { for await (const c of p.stdout) out += new TextDecoder().decode(c); })();
     const prompts = ["New password: ", "Repeat it: "];

@@ -56,9 +56,12 @@ for (const [name, args, code] of rows) {
 
 test("a failure that is not the input's fault (the output cannot be written) exits 1", async () => {
   // /proc takes no new files, for root neither.
-  for (const args of [["export", "notes", "--out", "/proc/resd-test.csv"], ["backup", "--out", "/proc/resd-test.tar"]]) {
-    const r = await cli(dir, args);
+  // resd backup copies a SQLite site (a PostgreSQL one is refused with 2: see access-attacks).
+  const local = makeSite({ store: "sqlite" });
+  for (const [site, args] of [[dir, ["export", "notes", "--out", "/proc/resd-test.csv"]], [local, ["backup", "--out", "/proc/resd-test.tar"]]] as const) {
+    const r = await cli(site, [...args]);
     expect(r.code, `${args.join(" ")}: ${r.stderr}`).toBe(1);
     expect(r.stderr).toStartWith("resd: ");
   }
+  rmSync(local, { recursive: true, force: true });
 });

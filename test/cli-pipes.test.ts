@@ -102,7 +102,10 @@ describe("clear errors", () => {
   });
 
   test("success messages are not prefixed like errors", async () => {
-    const b = await cli(dir, ["backup", "--out", `${dir}/b.tar`]);
+    // resd backup copies a SQLite site (a PostgreSQL one is refused: see access-attacks).
+    const local = makeSite({ store: "sqlite" });
+    const b = await cli(local, ["backup", "--out", `${local}/b.tar`]);
+    rmSync(local, { recursive: true, force: true });
     expect(b.code).toBe(0);
     expect(b.stdout).toStartWith("backup of ");
   });

@@ -63,7 +63,7 @@ describe("definitions at start", () => {
   });
 
   test("a fresh site creates data/resd.db and works with zero definitions; users and roles exist", async () => {
-    const dir = makeSite();
+    const dir = makeSite({ store: "sqlite" }); // the SQLite site itself is what is checked
     const s = await serve(dir);
     const r = await fetch(`${s.base}/api/v1/users`);
     expect(r.status).toBe(403); // exists, closed to anonymous callers
@@ -75,7 +75,7 @@ describe("definitions at start", () => {
   });
 
   test("users may be extended by a file; indexes follow the definitions, also through resd migrate", async () => {
-    const dir = makeSite({ defs: {
+    const dir = makeSite({ store: "sqlite", defs: {
       users: { fields: { phone: { type: "text" } } },
       items: { fields: { a: { type: "text" }, b: { type: "number" } }, index: ["a", "a,b"], unique: ["b"] },
     } });

@@ -5,8 +5,9 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { adminSite, cli, serve, type Server } from "./helpers/site";
-import { openSiteAt } from "../src/core/site";
+import { adminSite, cli, serve, siteEnv, type Server } from "./helpers/site";
+import { openSite } from "../src/core/site";
+import { loadConfig } from "../src/core/config";
 import { createRecord } from "../src/core/records/service";
 import { SYSTEM } from "../src/core/access/permissions";
 
@@ -133,7 +134,7 @@ describe("durability", () => {
     const s = await adminSite({ defs: { articles: def({ create: ["job:notify"] }) }, files: { "ext/hooks.ts": EXT }, env: FAST });
     cleanups.push(async () => rmSync(s.dir, { recursive: true, force: true }));
     expect(await s.stop()).toBe(0);
-    const site = await openSiteAt(s.dir);
+    const site = await openSite(loadConfig({ dir: s.dir, env: { ...process.env, ...siteEnv(s.dir) } }));
     await createRecord(site, SYSTEM, "articles", { title: "Offline" });
     await site.close();
     expect(await jobs(s.dir)).toMatchObject([{ type: "notify", state: "queued", attempts: 0 }]);

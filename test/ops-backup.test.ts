@@ -44,7 +44,7 @@ describe("backup under write load, restore elsewhere", () => {
   let s: Awaited<ReturnType<typeof adminSite>>;
   let files: Record<string, Uint8Array>;
   beforeAll(async () => {
-    s = await adminSite({ defs: { notes } });
+    s = await adminSite({ defs: { notes }, store: "sqlite" });
     files = uploadFiles(s.dir);
   });
   afterAll(async () => { await s.cleanup(); });
@@ -134,7 +134,7 @@ describe("backup under write load, restore elsewhere", () => {
 describe("restore safety", () => {
   let archive: string;
   beforeAll(async () => {
-    const dir = makeSite({ defs: { notes } });
+    const dir = makeSite({ defs: { notes }, store: "sqlite" });
     expect((await cli(dir, ["migrate"])).code).toBe(0);
     archive = join(work, "small.tar");
     expect((await cli(dir, ["backup", "--out", archive])).code).toBe(0);
@@ -142,7 +142,7 @@ describe("restore safety", () => {
   });
 
   test("a non-empty site is refused without --force and left untouched; --force replaces its site parts", async () => {
-    const target = makeSite({ defs: { other: notes }, files: { "notes.txt": "keep me" } });
+    const target = makeSite({ defs: { other: notes }, files: { "notes.txt": "keep me" }, store: "sqlite" });
     const r = await cli(target, ["restore", archive]);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain("is not empty");
@@ -159,7 +159,7 @@ describe("restore safety", () => {
   });
 
   test("--force into a site a running server uses is refused (exit 2, naming its PID); after it stops, it works", async () => {
-    const target = makeSite({ defs: { notes } });
+    const target = makeSite({ defs: { notes }, store: "sqlite" });
     const server = await serve(target);
     const r = await cli(target, ["restore", archive, "--force"]);
     expect(r.code).toBe(2);
@@ -176,7 +176,7 @@ describe("restore safety", () => {
   });
 
   test("a mark left by a server that died does not block a restore", async () => {
-    const target = makeSite({ defs: { notes } });
+    const target = makeSite({ defs: { notes }, store: "sqlite" });
     mkdirSync(join(target, "data", "run"), { recursive: true });
     const dead = Bun.spawnSync(["true"]).pid; // exited: its PID names no process
     writeFileSync(join(target, "data", "run", `${dead}.pid`), `${dead}\n`);

@@ -37,7 +37,7 @@ describe("GET /health", () => {
   });
 
   test("503 while the database file is gone (e.g. its volume unmounted), 200 again once it is back", async () => {
-    const dir = makeSite();
+    const dir = makeSite({ store: "sqlite" }); // the SQLite file itself goes away
     const server = await serve(dir);
     try {
       expect((await fetch(`${server.base}/health`)).status).toBe(200);

@@ -59,7 +59,7 @@ test("a page that is not full gives the total without a count, and it is exact",
 test("resd migrate gives a table from before the row-id index its index (deep pages in insertion order skip over it)", async () => {
   const { makeSite } = await import("./helpers/site");
   const { Database } = await import("bun:sqlite");
-  const dir = makeSite({ defs: { items } });
+  const dir = makeSite({ defs: { items }, store: "sqlite" }); // a table from before the index is made in the SQLite file
   expect((await cli(dir, ["migrate"])).code).toBe(0);
   const db = new Database(join(dir, "data", "resd.db"));
   db.exec(`DROP INDEX "ix:items:_id"`);

@@ -11,7 +11,7 @@ const notes = { fields: { title: { type: "text", required: true }, year: { type:
 const quiet = { history: false, fields: { title: { type: "text", required: true } } };
 
 let s: Awaited<ReturnType<typeof adminSite>>;
-beforeAll(async () => { s = await adminSite({ defs: { notes, quiet } }); });
+beforeAll(async () => { s = await adminSite({ defs: { notes, quiet }, store: "sqlite" }); /* stored rows are read from the SQLite file */ });
 afterAll(async () => { await s.cleanup(); });
 
 type Entry = { id: number; action: string; at: number; user: string | null; record: Record<string, unknown> };

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { cli, makeSite } from "./helpers/site";
 
 const notes = { fields: { title: { type: "text" }, year: { type: "number" } } };
-const dir = makeSite({ defs: { notes } });
+const dir = makeSite({ defs: { notes }, store: "sqlite" }); // tables and indexes are read from the SQLite file
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const indexes = () => {

@@ -3,7 +3,7 @@
  * The HTTP server and the CLI both start by opening one.
  */
 import { join } from "node:path";
-import { mkdirSync, writeFileSync, existsSync } from "node:fs";
+import { chmodSync, mkdirSync, writeFileSync, existsSync } from "node:fs";
 import { loadConfig, ensureTokenSecret, type Config } from "./config";
 import { buildDefinition, loadDefinitions } from "./definitions/load";
 import type { DefinitionFile, ResourceDef } from "./definitions/types";
@@ -63,6 +63,9 @@ export const HISTORY_WINDOW_MS = 90 * 24 * 3600 * 1000;
 export async function openSite(config: Config, opts: { ensureSecret?: boolean } = {}): Promise<Site> {
   const cfg = opts.ensureSecret === false ? config : ensureTokenSecret(config);
   const defs = loadDefinitions(cfg.dir);
+  // Uploaded files, import spools and (on SQLite) the database live here: the owner's only, whichever store.
+  mkdirSync(join(cfg.dir, "data"), { recursive: true, mode: 0o700 });
+  chmodSync(join(cfg.dir, "data"), 0o700);
   const store = await openStore(cfg);
   let schemaChanges: SchemaChange[];
   try {

@@ -15,6 +15,8 @@ export type SiteOpts = {
   /** Extra files relative to the site directory. */
   files?: Record<string, string>;
   env?: Record<string, string>;
+  /** "sqlite": the test looks into the SQLite file itself, so the site stays on SQLite in the PostgreSQL run too. */
+  store?: "sqlite";
 };
 
 /**
@@ -43,7 +45,7 @@ export function siteEnv(dir: string): Record<string, string> {
 
 export function makeSite(opts: SiteOpts = {}): string {
   const dir = mkdtempSync(join(tmpdir(), "resd-test-"));
-  if (TEST_PG) databases.set(dir, newDatabase());
+  if (TEST_PG && opts.store !== "sqlite") databases.set(dir, newDatabase());
   if (opts.defs) {
     mkdirSync(join(dir, "resources"), { recursive: true });
     for (const [name, def] of Object.entries(opts.defs)) writeFileSync(join(dir, "resources", `${name}.json`), JSON.stringify(def, null, 2));

@@ -67,7 +67,8 @@ const AI_WINDOW_MS = 3600 * 1000;
  * the limit holds across restarts and processes.
  */
 export async function takeAiCall(site: Site, p: Principal, now = Date.now()): Promise<void> {
-  const key = `\0ai\0${p.uuid ?? p.kind}`;
+  // No e-mail holds a space: this key never meets an account's.
+  const key = `ai ${p.uuid ?? p.kind}`;
   let refused: AppError | null = null;
   await site.store.access.updateLoginState(key, (cur) => {
     const fresh = !cur || now - cur.last_ms >= AI_WINDOW_MS;

@@ -71,6 +71,8 @@ function checkSearch(s: string): string {
 
 export function parseListParams(p: ListParams, maxLimit = 0): ListQuery {
   const has = (v: string | undefined): v is string => v !== undefined && v !== "";
+  // No stored text holds U+0000 (see checkField), so nothing could match one.
+  for (const [k, v] of Object.entries(p)) if (typeof v === "string" && v.includes("\u0000")) throw badRequest(`${k} must not contain the NUL character (U+0000)`);
   const limit = has(p.limit) ? nonNegativeInt("limit", p.limit) : null;
   if (limit !== null && maxLimit > 0 && limit > maxLimit) throw badRequest(`limit may be at most ${maxLimit}`);
   return {

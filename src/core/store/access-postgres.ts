@@ -5,6 +5,9 @@ import type { PgStore } from "./postgres";
 const SESSION = `id, "user", pfp, created::float8 AS created, seen::float8 AS seen, expires::float8 AS expires`;
 const LOGIN = "account, failures, last_ms::float8 AS last_ms, locked_until::float8 AS locked_until";
 
+/** PostgreSQL text cannot hold U+0000; a login attempt may send one (it matches no account). */
+const key = (account: string) => account.replace(/\u0000/g, "\\u0000");
+
 export class PgAccessStore implements AccessStore {
   constructor(private readonly store: PgStore) {}
 
@@ -34,15 +37,16 @@ export class PgAccessStore implements AccessStore {
   }
 
   async loginState(account: string): Promise<LoginState | null> {
-    return (await this.store.query<LoginState>(`SELECT ${LOGIN} FROM _resd_login_failures WHERE account = ?`, [account]))[0] ?? null;
+    return (await this.store.query<LoginState>(`SELECT ${LOGIN} FROM _resd_login_failures WHERE account = ?`, [key(account)]))[0] ?? null;
   }
 
-  updateLoginState(account: string, fn: (cur: LoginState | null) => LoginState | null): Promise<LoginState | null> {
+  updateLoginState(given: string, fn: (cur: LoginState | null) => LoginState | null): Promise<LoginState | null> {
+    const account = key(given);
     return this.store.raw(async (db) => {
       // One account's failures are counted one attempt at a time, whichever instance sees them.
       await db.unsafe("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [`login:${account}`]);
       const cur = ((await db.unsafe(`SELECT ${LOGIN} FROM _resd_login_failures WHERE account = $1`, [account]))[0] as LoginState | undefined) ?? null;
-      const next = fn(cur);
+      const next = fn(cur && { ...cur, account: given });
       if (!next) await db.unsafe("DELETE FROM _resd_login_failures WHERE account = $1", [account]);
       else {
         await db.unsafe(`INSERT INTO _resd_login_failures (account, failures, last_ms, locked_until) VALUES ($1, $2, $3, $4)

@@ -45,6 +45,8 @@ export class PgStore implements Store {
   private listening: { unlisten(): Promise<void> } | null = null;
   /** Per unique index, the field it guards (for the 422 naming it). */
   private readonly uniqueFields = new Map<string, string>();
+  /** Resources with unique fields (their writes may be refused by an index). */
+  private readonly guarded = new Set<string>();
 
   private constructor(readonly url: string, opts: { cacheMaxBytes?: number; queryBudgetMs?: number; max?: number }) {
     this.sql = new SQL(url, {
@@ -107,6 +109,8 @@ export class PgStore implements Store {
         const r = await syncResource(db, def, this.dialect);
         changes.push(...r.changes);
         for (const [name, field] of r.synced.uniqueFields) this.uniqueFields.set(name, field);
+        if (r.synced.uniqueFields.size) this.guarded.add(def.name);
+        else this.guarded.delete(def.name);
       }
       return changes;
     });
@@ -137,12 +141,15 @@ export class PgStore implements Store {
   }
 
   async findBy(resource: string, field: string, value: SqlValue, except?: string): Promise<StoredRecord | null> {
+    // PostgreSQL text cannot hold U+0000: no record has such a value (a login may still ask for one).
+    if (typeof value === "string" && value.includes("\u0000")) return null;
     const d = this.dialect;
     const [cond, v] = field === "uuid" ? ["uuid = ?", value] : [d.equals(d.field(field)), JSON.stringify(value)];
     return (await this.query<StoredRecord>(`SELECT ${PG_COLS} FROM ${d.table(resource)} WHERE ${cond} AND uuid != ? LIMIT 1`, [v, except ?? ""]))[0] ?? null;
   }
 
   async findByKey(resource: string, field: string, key: string, value: SqlValue, except?: string): Promise<StoredRecord | null> {
+    if (typeof value === "string" && value.includes("\u0000")) return null;
     const d = this.dialect;
     return (await this.query<StoredRecord>(`SELECT ${PG_COLS} FROM ${d.table(resource)} WHERE ${d.equals(d.fieldKey(field, key))} AND uuid != ? LIMIT 1`,
       [JSON.stringify(value), except ?? ""]))[0] ?? null;
@@ -245,8 +252,16 @@ export class PgStore implements Store {
     return this.run(async (db) => fn(db));
   }
 
-  transaction<T>(fn: (tx: StoreTx) => Promise<T>, _opts: TxOptions = {}): Promise<T> {
-    return this.run(async (db, touched, after) => fn(this.txFor(db, touched, after)));
+  transaction<T>(fn: (tx: StoreTx) => Promise<T>, opts: TxOptions = {}): Promise<T> {
+    return this.run(async (db, touched, after) => {
+      // Other writers of the table wait (readers do not); two exclusive transactions run one after the other.
+      // Such a transaction is long (an import) and may first wait for another: no statement budget.
+      if (opts.exclusive) {
+        await db.unsafe("SET LOCAL statement_timeout = 0");
+        await db.unsafe(`LOCK TABLE ${this.dialect.table(opts.exclusive)} IN SHARE ROW EXCLUSIVE MODE`);
+      }
+      return fn(this.txFor(db, touched, after));
+    });
   }
 
   /**
@@ -303,33 +318,41 @@ export class PgStore implements Store {
   private txFor(db: ReservedSQL, touched: Set<string>, after: (() => void)[]): StoreTx {
     const t = (r: string) => this.dialect.table(r);
     const q = (sql: string, args: SqlValue[] = []) => db.unsafe(numbered(sql), args as never[]);
+    /**
+     * A write that a unique index may refuse: inside a savepoint, so that the transaction stays
+     * usable after the refusal (an import rejects that row and goes on), as SQLite's statements do.
+     */
+    const guardedWrite = async (resource: string, uuid: string, sql: string, args: SqlValue[]) => {
+      await q("SAVEPOINT row");
+      try {
+        await q(sql, args);
+        await q("RELEASE SAVEPOINT row");
+      } catch (e) {
+        await q("ROLLBACK TO SAVEPOINT row");
+        await q("RELEASE SAVEPOINT row");
+        this.writeError(e, resource, uuid);
+      }
+    };
     return {
       // Locked until the transaction ends: a concurrent update of the same record waits and then sees this one.
       get: async (resource, uuid) => ((await q(`SELECT ${PG_COLS} FROM ${t(resource)} WHERE uuid = ? FOR UPDATE`, [uuid]))[0] as StoredRecord | undefined) ?? null,
       insert: async (resource, rec) => {
-        // A savepoint keeps the transaction usable after a refused row (an import rejects it and goes on).
-        await q("SAVEPOINT row");
-        try {
-          await q(`INSERT INTO ${t(resource)} (uuid, data, _created, _modified, _created_by, _modified_by) VALUES (?, (?::text)::json, ?, ?, ?, ?)`,
-            [rec.uuid, rec.data, rec._created, rec._modified, rec._created_by, rec._modified_by]);
-          await q("RELEASE SAVEPOINT row");
-        } catch (e) {
-          await q("ROLLBACK TO SAVEPOINT row");
-          await q("RELEASE SAVEPOINT row");
-          this.writeError(e, resource, rec.uuid);
+        const args = [rec.uuid, rec.data, rec._created, rec._modified, rec._created_by, rec._modified_by];
+        if (!this.guarded.has(resource)) {
+          // Only the uuid can clash: no savepoint needed (one round trip per row of an import).
+          const r = await q(`INSERT INTO ${t(resource)} (uuid, data, _created, _modified, _created_by, _modified_by) VALUES (?, (?::text)::json, ?, ?, ?, ?)
+            ON CONFLICT (uuid) DO NOTHING`, args);
+          if (!r.count) throw new AppError(409, "RESOURCE_EXISTS", `${resource}/${rec.uuid} already exists`);
+        } else {
+          await guardedWrite(resource, rec.uuid, `INSERT INTO ${t(resource)} (uuid, data, _created, _modified, _created_by, _modified_by) VALUES (?, (?::text)::json, ?, ?, ?, ?)`, args);
         }
         touched.add(resource);
       },
       update: async (resource, rec) => {
-        await q("SAVEPOINT row");
-        try {
-          await q(`UPDATE ${t(resource)} SET data = (?::text)::json, _modified = ?, _modified_by = ? WHERE uuid = ?`, [rec.data, rec._modified, rec._modified_by, rec.uuid]);
-          await q("RELEASE SAVEPOINT row");
-        } catch (e) {
-          await q("ROLLBACK TO SAVEPOINT row");
-          await q("RELEASE SAVEPOINT row");
-          this.writeError(e, resource, rec.uuid);
-        }
+        const sql = `UPDATE ${t(resource)} SET data = (?::text)::json, _modified = ?, _modified_by = ? WHERE uuid = ?`;
+        const args = [rec.data, rec._modified, rec._modified_by, rec.uuid];
+        if (this.guarded.has(resource)) await guardedWrite(resource, rec.uuid, sql, args);
+        else await q(sql, args);
         touched.add(resource);
       },
       delete: async (resource, uuid) => {
@@ -360,6 +383,7 @@ export class PgStore implements Store {
             SELECT ?, ?, 'create', ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM _resd_history WHERE resource = ? AND uuid = ?)`,
         [resource, row.uuid, row._created * 1000, row._created_by, row.data, row._created, resource, row.uuid]);
       },
+      lastChange: async (resource) => Number(((await q("SELECT changed_ms FROM _resd_changes WHERE resource = ?", [resource]))[0] as { changed_ms: string } | undefined)?.changed_ms ?? 0),
       afterCommit: (fn) => after.push(fn),
       enqueueJob: async (job) => insertPgJob(db, job),
     };

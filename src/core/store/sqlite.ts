@@ -608,6 +608,7 @@ export class SqliteStore implements Store {
             SELECT ?1, ?2, 'create', ?3, ?4, ?5, ?6 WHERE NOT EXISTS (SELECT 1 FROM _resd_history WHERE resource = ?1 AND uuid = ?2)`))
           .run(resource, row.uuid, row._created * 1000, row._created_by, row.data, row._created);
       },
+      lastChange: async (resource) => (w.query("SELECT changed_ms FROM _resd_changes WHERE resource = ?").get(resource) as { changed_ms: number } | null)?.changed_ms ?? 0,
       afterCommit: (fn) => after.push(fn),
       enqueueJob: async (job) => insertJob(w, job),
     };

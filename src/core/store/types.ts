@@ -62,14 +62,20 @@ export interface StoreTx {
    * has history already: creations are kept lazily, see the record service.
    */
   addCreationIfMissing(resource: string, row: StoredRecord): Promise<void>;
+  /** The resource's last committed change as this transaction sees it (see `TxOptions.exclusive`). */
+  lastChange(resource: string): Promise<number>;
   /** Runs after the whole transaction committed; dropped when it rolls back. */
   afterCommit(fn: () => void): void;
   /** Queues a job that exists if and only if this transaction commits. */
   enqueueJob(job: NewJob): Promise<void>;
 }
 
-/** `alone`: a long transaction (an import) commits by itself rather than with other writes. */
-export type TxOptions = { alone?: boolean };
+/**
+ * `alone`: a long transaction (an import) commits by itself rather than with other writes.
+ * `exclusive`: no other write to that resource commits while it runs (SQLite has one writer
+ * anyway; PostgreSQL locks the table against other writers, on every instance).
+ */
+export type TxOptions = { alone?: boolean; exclusive?: string };
 
 /** The reads that checking a record write needs (write rules, import matching). */
 export interface RecordReads {

@@ -141,10 +141,10 @@ export async function importRecords(site: Site, p: Principal, resource: string, 
     progress.toWrite = await readInto(spoolPath);
     if (opts.strict && read.errors > 0) return result(nothingWritten(), true);
     progress.phase = "write";
-    const w = await writePhase(site, p, def, rule, async () => {
+    const w = await writePhase(site, p, def, rule, async (tx) => {
       // Written by someone else while this import read (another import, say): read again, now that
       // nothing else can commit, so that rows match the records as they are.
-      if ((await site.store.lastChange(def.name)) !== changedBefore) {
+      if ((await tx.lastChange(def.name)) !== changedBefore) {
         const again = newSpoolPath(join(site.config.dir, "data"));
         spools.push(again);
         progress.toWrite = await readInto(again);
@@ -206,9 +206,9 @@ function trackWrites(tx: StoreTx, resource: string) {
  * runs first inside it and gives the spool to take entries from as they reach it, and the feed that
  * says when more came or reading ended.
  */
-async function writePhase(site: Site, p: Principal, def: ResourceDef, rule: MatchRule, begin: () => Promise<{ tail: SpoolTail; feed: Feed }>, report: Report, signal: AbortSignal | undefined, rollBack: () => boolean, tick: (rows: number) => void): Promise<Written> {
+async function writePhase(site: Site, p: Principal, def: ResourceDef, rule: MatchRule, begin: (tx: StoreTx) => Promise<{ tail: SpoolTail; feed: Feed }>, report: Report, signal: AbortSignal | undefined, rollBack: () => boolean, tick: (rows: number) => void): Promise<Written> {
   return site.store.transaction(async (outer) => {
-    const { tail, feed } = await begin();
+    const { tail, feed } = await begin(outer);
     const { tx, state } = trackWrites(outer, def.name);
     const counts = nothingWritten();
     // Every row passes the same account guard as an API write of it, inside this transaction.
@@ -259,5 +259,5 @@ async function writePhase(site: Site, p: Principal, def: ResourceDef, rule: Matc
     tick(n);
     if (rollBack()) throw new StrictRollback();
     return counts;
-  }, { alone: true });
+  }, { alone: true, exclusive: def.name });
 }

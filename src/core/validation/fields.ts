@@ -151,7 +151,17 @@ export function rangeFor(def: ResourceDef, name: string): [number, number] | nul
   return null;
 }
 
+/** True when a string of the value (or a key of an object in it) holds U+0000. */
+function holdsNul(v: unknown): boolean {
+  if (typeof v === "string") return v.includes("\u0000");
+  if (Array.isArray(v)) return v.some(holdsNul);
+  if (v && typeof v === "object") return Object.entries(v).some(([k, x]) => k.includes("\u0000") || holdsNul(x));
+  return false;
+}
+
 export function checkField(def: ResourceDef, name: string, v: unknown): Checked {
+  // No text has a use for it, and PostgreSQL cannot store it: refused on every store alike.
+  if (holdsNul(v)) return fail("must not contain the NUL character (U+0000)");
   return checkValue(def, def.fields[name], v, rangeFor(def, name), 0);
 }
 
