@@ -7,7 +7,7 @@ import { chmodSync, mkdirSync, writeFileSync, existsSync } from "node:fs";
 import { loadConfig, ensureTokenSecret, type Config } from "./config";
 import { buildDefinition, loadDefinitions } from "./definitions/load";
 import type { DefinitionFile, ResourceDef } from "./definitions/types";
-import { notFound } from "./errors";
+import { AppError, notFound } from "./errors";
 import { SqliteStore } from "./store/sqlite";
 import { PgStore } from "./store/postgres";
 import type { SchemaChange, Store, StoreTx } from "./store/types";
@@ -44,7 +44,12 @@ export type Site = {
   txHooks: TxHook[];
   /** Runs after the write committed; a throwing listener never affects the write. */
   listeners: ((e: WriteEvent) => void | Promise<void>)[];
-  /** The definition of a resource served by the generic API, or 404. */
+  /**
+   * Resources whose stored schema is newer than this instance's definition (another instance
+   * moved it on): not served here, with the reason (PostgreSQL sites with several instances).
+   */
+  refused: Map<string, string>;
+  /** The definition of a resource served by the generic API, or 404 (503 when refused). */
   resource(name: string): ResourceDef;
   /**
    * Re-reads DIR/resources and syncs tables and indexes. All or nothing: an invalid file throws and
@@ -74,15 +79,29 @@ export async function openSite(config: Config, opts: { ensureSecret?: boolean } 
     await store.close();
     throw e;
   }
+  const refused = new Map<string, string>();
+  /** Takes out of `into` what the sync refused, and notes why. */
+  const keepServed = (into: Map<string, ResourceDef>, changes: SchemaChange[]) => {
+    for (const name of into.keys()) refused.delete(name);
+    for (const c of changes) {
+      if (c.action !== "refused") continue;
+      into.delete(c.resource);
+      refused.set(c.resource, c.detail);
+    }
+  };
+  keepServed(defs, schemaChanges);
   const site: Site = {
     config: cfg,
     defs,
     schemaChanges,
+    refused,
     store,
     txHooks: [],
     listeners: [],
     reloadFailure: null,
     resource(name) {
+      const why = refused.get(name);
+      if (why) throw new AppError(503, "SERVICE_UNAVAILABLE", `resource "${name}" is not served by this instance: ${why}`, { retryAfter: 60 });
       const def = defs.get(name);
       if (!def || def.internal) throw notFound(`resource "${name}" does not exist`);
       return def;
@@ -90,6 +109,8 @@ export async function openSite(config: Config, opts: { ensureSecret?: boolean } 
     async reload() {
       const fresh = loadDefinitions(cfg.dir);
       const changes = await store.syncSchema(fresh.values());
+      refused.clear();
+      keepServed(fresh, changes);
       defs.clear();
       for (const [name, def] of fresh) defs.set(name, def);
       return changes;
@@ -98,7 +119,8 @@ export async function openSite(config: Config, opts: { ensureSecret?: boolean } 
       const folder = join(cfg.dir, "resources");
       const file = join(folder, `${name}.json`);
       const def = buildDefinition(name, raw, file);
-      await store.syncSchema([def]);
+      const refusal = (await store.syncSchema([def])).find((c) => c.action === "refused");
+      if (refusal) throw new AppError(409, "RESOURCE_EXISTS", `${name}: ${refusal.detail}`);
       mkdirSync(folder, { recursive: true });
       if (!existsSync(file)) writeFileSync(file, `${JSON.stringify(raw, null, 2)}\n`);
       defs.set(name, def);
@@ -113,7 +135,7 @@ export async function openSite(config: Config, opts: { ensureSecret?: boolean } 
 }
 
 /** SQLite in DIR/data, or the PostgreSQL database of RESD_DATABASE_URL. */
-function openStore(cfg: Config): Promise<Store> {
+export function openStore(cfg: Config): Promise<Store> {
   const cache = { cacheMaxBytes: cfg.cacheMaxBytes, queryBudgetMs: cfg.queryTimeout };
   if (cfg.databaseUrl) return PgStore.open(cfg.databaseUrl, cache);
   return Promise.resolve(new SqliteStore(join(cfg.dir, "data", "resd.db"), { ...cache, readWorkers: cfg.readWorkers }));

@@ -160,6 +160,7 @@ export async function startServer(site: Site, opts: { quiet?: boolean; signals?:
   let stopped: Promise<void> | null = null;
   const stop = () => (stopped ??= shutdown(site, server, drains, upkeep.stop, releasePid));
   if (opts.signals !== false) exitOnSignals(stop);
+  for (const [resource, why] of site.refused) logEvent("resource not served", { resource, reason: why }, "error");
   if (!opts.quiet) logEvent(`resd listening on http://${server.hostname}:${server.port} (site ${site.config.dir})`);
   return { app, server, onDrain: (fn) => void drains.push(fn), stop };
 }

@@ -21,6 +21,7 @@ export function watchDefinitions(site: Site, log: WatchLog, quietMs = 250): () =
         const changes: SchemaChange[] = await site.reload();
         site.reloadFailure = null;
         log("definitions reloaded", { resources: site.defs.size, changes: changes.map((c) => `${c.resource}: ${c.action} ${c.detail}`).join("; ") || "none" });
+        for (const c of changes) if (c.action === "refused") log("resource not served", { resource: c.resource, reason: c.detail }, "error");
       } catch (e) {
         site.reloadFailure = { message: (e as Error).message, at: Date.now() };
         log("definitions not reloaded; the previous ones stay in force", { error: (e as Error).message }, "error");

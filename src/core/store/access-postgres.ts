@@ -25,15 +25,16 @@ export class PgAccessStore implements AccessStore {
   }
 
   async touchSession(id: string, seen: number, expires: number): Promise<void> {
-    await this.store.raw((db) => db.unsafe("UPDATE _resd_sessions SET seen = $1, expires = $2 WHERE id = $3", [seen, expires, id]));
+    // Other instances hold the session with its old expiry: they must read it again.
+    await this.store.raw((db) => db.unsafe("UPDATE _resd_sessions SET seen = $1, expires = $2 WHERE id = $3", [seen, expires, id]), { announce: true });
   }
 
   async deleteSession(id: string): Promise<void> {
-    await this.store.raw((db) => db.unsafe("DELETE FROM _resd_sessions WHERE id = $1", [id]));
+    await this.store.raw((db) => db.unsafe("DELETE FROM _resd_sessions WHERE id = $1", [id]), { announce: true });
   }
 
   purgeSessions(now: number): Promise<number> {
-    return this.store.raw(async (db) => (await db.unsafe("DELETE FROM _resd_sessions WHERE expires <= $1", [now])).count);
+    return this.store.raw(async (db) => (await db.unsafe("DELETE FROM _resd_sessions WHERE expires <= $1", [now])).count, { announce: true });
   }
 
   async loginState(account: string): Promise<LoginState | null> {

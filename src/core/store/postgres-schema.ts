@@ -42,6 +42,12 @@ const MIGRATIONS: string[] = [
          THEN (SELECT coalesce(string_agg(e #>> '{}', chr(31)), '') FROM resd_values(x) AS v(e))
          ELSE coalesce(x #>> '{}', '') END, chr(31) ORDER BY i), '')
      FROM unnest(fields) WITH ORDINALITY AS f(name, i), LATERAL (SELECT (d->f.name)::jsonb AS x) AS y $$;`,
+  // Every schema version a resource had, so that an instance with an older definition knows it is older.
+  // `_resd_meta`: small values shared by the instances (when the hourly purge last ran).
+  `CREATE TABLE _resd_schema_versions (resource TEXT NOT NULL, version INTEGER NOT NULL, hash TEXT NOT NULL, at BIGINT NOT NULL,
+     PRIMARY KEY (resource, version));
+   INSERT INTO _resd_schema_versions (resource, version, hash, at) SELECT resource, version, hash, updated FROM _resd_schema;
+   CREATE TABLE _resd_meta (key TEXT PRIMARY KEY, value BIGINT NOT NULL);`,
 ];
 
 export async function migrateInternal(db: ReservedSQL): Promise<void> {
@@ -82,7 +88,31 @@ function wantedIndexes(def: ResourceDef, d: PgDialect): WantedIndex[] {
 /** What the store needs to know of a synced resource: which unique index guards which field. */
 export type SyncedResource = { uniqueFields: Map<string, string> };
 
+/** A digest of the definition as written: the same file on every instance gives the same one. */
+const definitionHash = (def: ResourceDef) => Bun.hash(JSON.stringify(def.raw)).toString(16);
+
+/**
+ * Another instance already moved the resource past this definition (its hash is one of the stored
+ * schema's earlier versions): this one must not undo that (drop its indexes, serve a field that is
+ * gone). Returns the refusal, or null when this definition is the stored one or a new one.
+ */
+async function olderThanStored(db: ReservedSQL, def: ResourceDef, hash: string): Promise<SchemaChange | null> {
+  const row = (await db.unsafe("SELECT version, hash FROM _resd_schema WHERE resource = $1", [def.name]))[0] as { version: number; hash: string } | undefined;
+  if (!row || row.hash === hash) return null;
+  const mine = (await db.unsafe("SELECT max(version) AS v FROM _resd_schema_versions WHERE resource = $1 AND hash = $2", [def.name, hash]))[0] as { v: number | null };
+  if (mine.v === null) return null;
+  return {
+    resource: def.name,
+    action: "refused",
+    detail: `the database holds schema version ${row.version}, newer than this instance's definition (version ${mine.v}, ${def.file ?? def.name}); ` +
+      "it is not served here until that file matches the other instances'",
+  };
+}
+
 export async function syncResource(db: ReservedSQL, def: ResourceDef, d: PgDialect): Promise<{ changes: SchemaChange[]; synced: SyncedResource }> {
+  const hash = definitionHash(def);
+  const refused = await olderThanStored(db, def, hash);
+  if (refused) return { changes: [refused], synced: { uniqueFields: new Map() } };
   const changes: SchemaChange[] = [];
   const table = d.table(def.name);
   const exists = (await db.unsafe("SELECT 1 FROM pg_class WHERE relname = $1 AND relkind = 'r'", [`r:${def.name}`])).length > 0;
@@ -112,13 +142,14 @@ export async function syncResource(db: ReservedSQL, def: ResourceDef, d: PgDiale
     }
     changes.push({ resource: def.name, action: "index-added", detail: w.unique ? `unique:${w.unique}` : w.sql.includes("gin_trgm_ops") ? `search index over ${searchFields(def).join(", ")}` : w.name });
   }
-  const hash = Bun.hash(JSON.stringify(def.raw)).toString(16);
   const row = (await db.unsafe("SELECT version, hash FROM _resd_schema WHERE resource = $1", [def.name]))[0] as { version: number; hash: string } | undefined;
   if (!row || row.hash !== hash) {
+    const version = (row?.version ?? 0) + 1;
     await db.unsafe(`INSERT INTO _resd_schema (resource, version, hash, updated) VALUES ($1, $2, $3, $4)
       ON CONFLICT (resource) DO UPDATE SET version = excluded.version, hash = excluded.hash, updated = excluded.updated`,
-    [def.name, (row?.version ?? 0) + 1, hash, Date.now()]);
-    if (row) changes.push({ resource: def.name, action: "updated", detail: `schema version ${row.version + 1}` });
+    [def.name, version, hash, Date.now()]);
+    await db.unsafe("INSERT INTO _resd_schema_versions (resource, version, hash, at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", [def.name, version, hash, Date.now()]);
+    if (row) changes.push({ resource: def.name, action: "updated", detail: `schema version ${version}` });
   }
   d.searchText.set(def.name, searchFields(def).length ? searchTextSql(searchFields(def)) : "''");
   return { changes, synced: { uniqueFields: new Map(want.filter((w) => w.unique).map((w) => [w.name, w.unique!])) } };

@@ -31,6 +31,10 @@ const CHANNEL = "resd_commits";
 /** Attempts of a transaction that PostgreSQL ended to break a deadlock or a serialization conflict. */
 const TX_ATTEMPTS = 3;
 
+/** The advisory lock of the history purge, and how long one purge stands for all instances (under the hour: timers drift). */
+const PURGE_LOCK = 0x72657370;
+const PURGE_EVERY_MS = 55 * 60 * 1000;
+
 type PgError = Error & { errno?: string; constraint?: string; detail?: string };
 
 
@@ -184,9 +188,17 @@ export class PgStore implements Store {
       async () => Number((await this.query<{ n: string }>(`SELECT count(*) AS n FROM ${this.dialect.table(resource)} ${p.where}`, p.args))[0].n));
   }
 
-  /** Rows through a cursor on a connection of its own, a batch at a time. */
   async *stream(resource: string, q: CompiledQuery): AsyncIterable<StoredRecord> {
     const [sql, args] = this.selectSql(resource, q);
+    yield* this.cursor<StoredRecord>(sql, args);
+  }
+
+  async *allHistory(): AsyncIterable<HistoryEntry> {
+    yield* this.cursor<HistoryEntry>(`SELECT ${historyCols()} FROM _resd_history ORDER BY id`, []);
+  }
+
+  /** Rows through a cursor on a connection of its own, a batch at a time. */
+  private async *cursor<T>(sql: string, args: SqlValue[]): AsyncIterable<T> {
     const db = await this.sql.reserve();
     let open = false;
     try {
@@ -195,7 +207,7 @@ export class PgStore implements Store {
       // A long export is not a runaway query: the budget applies to each fetch, not to the whole.
       await db.unsafe(`DECLARE resd_rows NO SCROLL CURSOR FOR ${numbered(sql)}`, args as never[]);
       for (;;) {
-        const rows = (await db.unsafe(`FETCH ${STREAM_BATCH} FROM resd_rows`).catch((e) => Promise.reject(this.readError(e)))) as StoredRecord[];
+        const rows = (await db.unsafe(`FETCH ${STREAM_BATCH} FROM resd_rows`).catch((e) => Promise.reject(this.readError(e)))) as T[];
         for (const r of rows) yield r;
         if (rows.length < STREAM_BATCH) break;
       }
@@ -227,10 +239,20 @@ export class PgStore implements Store {
     return (await this.query<HistoryEntry>(`SELECT ${historyCols()} FROM _resd_history WHERE id = ?`, [id]))[0] ?? null;
   }
 
-  async purgeHistory(before: number): Promise<number> {
-    return this.raw(async (db) => (await db.unsafe(`DELETE FROM _resd_history WHERE (resource, uuid) IN (
+  /**
+   * Every instance asks each hour; one of them purges (the others skip while it holds the lock, and
+   * for the rest of that hour, which the database remembers).
+   */
+  async purgeHistory(before: number, now = Date.now()): Promise<number | null> {
+    return this.raw(async (db) => {
+      if (!(await db.unsafe("SELECT pg_try_advisory_xact_lock($1) AS ok", [PURGE_LOCK]))[0].ok) return null;
+      const last = Number((await db.unsafe("SELECT value FROM _resd_meta WHERE key = 'history_purged'"))[0]?.value ?? 0);
+      if (now - last < PURGE_EVERY_MS) return null;
+      await db.unsafe(`INSERT INTO _resd_meta (key, value) VALUES ('history_purged', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [now]);
+      return (await db.unsafe(`DELETE FROM _resd_history WHERE (resource, uuid) IN (
         SELECT resource, uuid FROM _resd_history h WHERE action = 'delete' AND at < $1
-          AND id = (SELECT max(id) FROM _resd_history WHERE resource = h.resource AND uuid = h.uuid))`, [before])).count);
+          AND id = (SELECT max(id) FROM _resd_history WHERE resource = h.resource AND uuid = h.uuid))`, [before])).count;
+    });
   }
 
   async ping(): Promise<boolean> {
@@ -247,9 +269,13 @@ export class PgStore implements Store {
     await this.sql.close({ timeout: 5 });
   }
 
-  /** A transaction of plain SQL on the reserved connection (the queue, sessions, purges). */
-  raw<T>(fn: (db: ReservedSQL) => Promise<T>): Promise<T> {
-    return this.run(async (db) => fn(db));
+  /**
+   * A transaction of plain SQL on the reserved connection (the queue, sessions, purges). `announce`:
+   * other instances must drop what they cached (a session signed out); a job claim must not, or
+   * every idle poll of every instance would empty every cache.
+   */
+  raw<T>(fn: (db: ReservedSQL) => Promise<T>, opts: { announce?: boolean } = {}): Promise<T> {
+    return this.run(async (db) => fn(db), opts.announce ?? false);
   }
 
   transaction<T>(fn: (tx: StoreTx) => Promise<T>, opts: TxOptions = {}): Promise<T> {
@@ -261,14 +287,14 @@ export class PgStore implements Store {
         await db.unsafe(`LOCK TABLE ${this.dialect.table(opts.exclusive)} IN SHARE ROW EXCLUSIVE MODE`);
       }
       return fn(this.txFor(db, touched, after));
-    });
+    }, true);
   }
 
   /**
    * BEGIN … COMMIT on a reserved connection. PostgreSQL ends one of two transactions that wait on
    * each other (deadlock) or conflict; that one runs again from the start, up to three times.
    */
-  private async run<T>(fn: (db: ReservedSQL, touched: Set<string>, after: (() => void)[]) => Promise<T>): Promise<T> {
+  private async run<T>(fn: (db: ReservedSQL, touched: Set<string>, after: (() => void)[]) => Promise<T>, announce: boolean): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const touched = new Set<string>();
       const after: (() => void)[] = [];
@@ -287,9 +313,9 @@ export class PgStore implements Store {
           await db.unsafe(`INSERT INTO _resd_changes (resource, changed_ms) VALUES ($1, $2)
             ON CONFLICT (resource) DO UPDATE SET changed_ms = GREATEST(_resd_changes.changed_ms + 1, excluded.changed_ms)`, [r, now]);
         }
-        await db.unsafe("SELECT pg_notify($1, $2)", [CHANNEL, this.instance]);
+        if (announce) await db.unsafe("SELECT pg_notify($1, $2)", [CHANNEL, this.instance]);
         await db.unsafe("COMMIT");
-        this.local++;
+        if (announce) this.local++;
         for (const f of after) queueMicrotask(f);
         return value;
       } catch (e) {
@@ -377,6 +403,9 @@ export class PgStore implements Store {
       addHistory: async (e) => {
         await q(`INSERT INTO _resd_history (resource, uuid, action, at, "user", data, _created) VALUES (?, ?, ?, ?, ?, ?, ?)`,
           [e.resource, e.uuid, e.action, e.at, e.user, e.data, e._created]);
+      },
+      clearHistory: async () => {
+        await q("DELETE FROM _resd_history");
       },
       addCreationIfMissing: async (resource, row) => {
         await q(`INSERT INTO _resd_history (resource, uuid, action, at, "user", data, _created)

@@ -260,15 +260,24 @@ export class SqliteStore implements Store {
 
   async *stream(resource: string, q: CompiledQuery): AsyncIterable<StoredRecord> {
     const [sql, args] = this.selectSql(resource, q);
+    yield* this.rows<StoredRecord>(sql, args);
+  }
+
+  async *allHistory(): AsyncIterable<HistoryEntry> {
+    yield* this.rows<HistoryEntry>("SELECT * FROM _resd_history ORDER BY id", []);
+  }
+
+  /** Rows of one snapshot, read on a worker (or a connection of their own), a batch at a time. */
+  private async *rows<T>(sql: string, args: SqlValue[]): AsyncIterable<T> {
     const pool = this.readPool();
     if (pool) {
-      yield* pool.stream<StoredRecord>(sql, args);
+      yield* pool.stream<T>(sql, args);
       return;
     }
     const db = new Database(this.path, { readonly: true, strict: true });
     configure(db, 5000, 4);
     try {
-      for (const row of db.query(sql).iterate(...(args as never[]))) yield row as StoredRecord;
+      for (const row of db.query(sql).iterate(...(args as never[]))) yield row as T;
     } finally {
       db.close();
     }
@@ -602,6 +611,9 @@ export class SqliteStore implements Store {
       addHistory: async (e) => {
         (this.historyStmt ??= w.prepare("INSERT INTO _resd_history (resource, uuid, action, at, user, data, _created) VALUES (?, ?, ?, ?, ?, ?, ?)"))
           .run(e.resource, e.uuid, e.action, e.at, e.user, e.data, e._created);
+      },
+      clearHistory: async () => {
+        w.query("DELETE FROM _resd_history").run();
       },
       addCreationIfMissing: async (resource, row) => {
         (this.creationStmt ??= w.prepare(`INSERT INTO _resd_history (resource, uuid, action, at, user, data, _created)

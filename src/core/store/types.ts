@@ -57,6 +57,8 @@ export interface StoreTx {
   /** Deletes every record; returns how many, after copying each into history when asked. */
   deleteAll(resource: string, history: { user: string | null; at: number } | null): Promise<number>;
   addHistory(entry: Omit<HistoryEntry, "id">): Promise<void>;
+  /** Removes every history entry of the site (a failed copy into an empty store undoes itself). */
+  clearHistory(): Promise<void>;
   /**
    * Writes the record's "create" entry from `row` (as it is before this change) unless the record
    * has history already: creations are kept lazily, see the record service.
@@ -107,11 +109,13 @@ export interface Store extends RecordReads {
   /** Writes of `fn` commit together or not at all; concurrent calls may share one commit (group commit). */
   transaction<T>(fn: (tx: StoreTx) => Promise<T>, opts?: TxOptions): Promise<T>;
   history(resource: string, uuid: string): Promise<HistoryEntry[]>;
+  /** Every history entry of the site in order (resd migrate --to copies them). */
+  allHistory(): AsyncIterable<HistoryEntry>;
   historyEntry(id: number): Promise<HistoryEntry | null>;
   /** Delete entries of records of `resource` that are still gone, deleted at or after `since`; newest first. */
   deleted(resource: string, since: number, limit: number): Promise<HistoryEntry[]>;
-  /** Removes history of records deleted before `before` (ms) that were not restored. */
-  purgeHistory(before: number): Promise<number>;
+  /** Removes history of records deleted before `before` (ms) that were not restored; null: another instance purged this hour. */
+  purgeHistory(before: number): Promise<number | null>;
   /** Is the database answering? Cheap. */
   ping(): Promise<boolean>;
   /** The durable job queue (see src/core/jobs). */
@@ -168,7 +172,8 @@ export interface JobQueue {
   purgeDone(before: number): Promise<number>;
 }
 
-export type SchemaChange = { resource: string; action: "created" | "index-added" | "index-dropped" | "updated"; detail: string };
+/** `refused`: the stored schema is newer than this definition (another instance's); the resource is not served. */
+export type SchemaChange = { resource: string; action: "created" | "index-added" | "index-dropped" | "updated" | "refused"; detail: string };
 
 /** SQL spellings that differ between engines. */
 export interface Dialect {

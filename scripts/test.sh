@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The test suite on both stores: first on SQLite, then every test that runs a site again with each
+# site's records in PostgreSQL (RESD_TEST_DATABASE_URL). A throwaway PostgreSQL cluster is started
+# for the run (scripts/postgres.sh) unless RESD_TEST_POSTGRES_URL names a server to use; the
+# two-instance and migrate --to tests use it in the first run. Arguments go to `bun test` (a file
+# filter runs both passes on those files only).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+started=""
+if [ -z "${RESD_TEST_POSTGRES_URL:-}" ]; then
+  RESD_TEST_POSTGRES_URL=$(bash scripts/postgres.sh start "${RESD_TEST_PG_PORT:-55432}") || { echo "scripts/test.sh: cannot start PostgreSQL (Debian: apt-get install -y postgresql)" >&2; exit 1; }
+  started=1
+  trap 'bash scripts/postgres.sh stop' EXIT
+fi
+export RESD_TEST_POSTGRES_URL
+
+# Tests that never open a site are the same on both stores: unit tests, the SQLite store's own, the
+# binary build, and the tests that bring their own PostgreSQL database.
+SAME_ON_BOTH="build-sharp|files-units|hooks-unit|jobs-queue-plan|json-members|ops-tar|permissions|query-compiler|release-binary|store-checkpointer|store-counts|store-memo|store-transactions|transfer-format|transfer-keytable|scale-out|transfer-migrate-store"
+
+logs=$(mktemp -d)
+echo "== tests on SQLite"
+bun test --timeout 60000 "$@" 2>&1 | tee "$logs/sqlite.txt"
+first=${PIPESTATUS[0]}
+
+if [ "$#" -gt 0 ]; then targets=("$@"); else mapfile -t targets < <(ls test/*.test.ts | grep -Ev "/($SAME_ON_BOTH)\.test\.ts$"); fi
+echo "== tests on PostgreSQL (${#targets[@]} files)"
+RESD_TEST_DATABASE_URL="$RESD_TEST_POSTGRES_URL" bun test --timeout 60000 "${targets[@]}" 2>&1 | tee "$logs/postgres.txt"
+second=${PIPESTATUS[0]}
+
+count() { grep -Eo "^ *[0-9]+ $1\$" "$logs"/*.txt | awk -F: '{ s += $2 } END { print s + 0 }'; }
+echo "SQLite run exit $first, PostgreSQL run exit $second"
+echo "$(count pass) passed, $(count fail) failed"
+rm -rf "$logs"
+[ "$first" = 0 ] && [ "$second" = 0 ]

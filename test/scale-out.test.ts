@@ -1,0 +1,361 @@
+/**
+ * Scale-out: two resd servers on one PostgreSQL database (RESD_DATABASE_URL) and one S3 bucket
+ * (RESD_FILES_URL) behave as one site. Two site directories with the same definitions, extension
+ * and token secret (DIR/.env copied) each serve one instance; records, cached lists, uploaded
+ * files and /img variants, tokens, sessions, sign-outs, the job queue and login lockouts are shared.
+ *
+ * Needs a PostgreSQL server: RESD_TEST_POSTGRES_URL (else RESD_TEST_DATABASE_URL), e.g.
+ * postgres://postgres@127.0.0.1:55432/postgres. Without one the file fails (it does not skip).
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import sharp from "sharp";
+import { startS3, type S3Server } from "./helpers/s3";
+import { cli, makeSite, serve, type Server } from "./helpers/site";
+import { PgStore } from "../src/core/store/postgres";
+
+const PG = process.env.RESD_TEST_POSTGRES_URL || process.env.RESD_TEST_DATABASE_URL || "";
+const NO_PG =
+  "test/scale-out.test.ts needs a PostgreSQL server: set RESD_TEST_POSTGRES_URL (or RESD_TEST_DATABASE_URL), " +
+  "e.g. RESD_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:55432/postgres; start one with `bash scripts/postgres.sh start`";
+
+const EMAIL = "admin@example.com";
+const PASSWORD = "admin-password";
+const LOCKED_EMAIL = "locked@example.com";
+const LOCKED_PASSWORD = "locked-password-1";
+const MAX_FAILURES = 3;
+const JOBS = 1000;
+
+const defs = {
+  notes: { fields: { title: { type: "text", required: true }, year: { type: "number" } } },
+  tasks: { fields: { title: { type: "text", required: true } }, events: { create: ["job:count"] } },
+};
+/** One line per run of a `count` job: its id and the pid of the server that ran it. */
+const EXT = `import { appendFileSync } from "node:fs";
+export default function (api) {
+  api.job("count", (job) => { appendFileSync(process.env.SCALE_OUT_JOB_LOG, \`\${job.id} \${process.pid}\\n\`); });
+}
+`;
+
+const md5 = (b: Uint8Array) => new Bun.CryptoHasher("md5").update(b).digest("hex");
+
+function psql(url: string, sql: string): string {
+  const r = Bun.spawnSync(["psql", url, "-qXtAc", sql], { stdout: "pipe", stderr: "pipe" });
+  if (r.exitCode !== 0) throw new Error(`psql ${sql}: ${r.stderr.toString()}`);
+  return r.stdout.toString().trim();
+}
+
+async function until<T>(what: string, fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, ms: number, every = 25): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await Bun.sleep(every);
+  }
+}
+
+type Reply = { status: number; headers: Headers; body: Record<string, any> | null };
+async function call(base: string, method: string, path: string, opts: { body?: unknown; token?: string; headers?: Record<string, string> } = {}): Promise<Reply> {
+  const headers: Record<string, string> = { ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}), ...opts.headers };
+  if (opts.body !== undefined) headers["content-type"] ??= "application/json";
+  const res = await fetch(base + path, { method, headers, redirect: "manual", body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
+  const text = await res.text();
+  let body: Record<string, any> | null = null;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    body = { raw: text };
+  }
+  return { status: res.status, headers: res.headers, body };
+}
+
+let s3: S3Server | undefined;
+let adminDb = "";
+let dbName = "";
+let dbUrl = "";
+let env: Record<string, string> = {};
+let dirA = "";
+let dirB = "";
+let work = "";
+let jobLog = "";
+let A: Server | undefined;
+let B: Server | undefined;
+let token = "";
+
+beforeAll(async () => {
+  if (!PG) throw new Error(NO_PG);
+  adminDb = PG;
+  dbName = `resd_t_${crypto.randomUUID().replace(/-/g, "").slice(0, 16)}`;
+  psql(adminDb, `CREATE DATABASE ${dbName}`);
+  const u = new URL(adminDb);
+  u.pathname = `/${dbName}`;
+  dbUrl = u.toString();
+
+  s3 = await startS3(["media"]);
+  work = mkdtempSync(join(tmpdir(), "resd-scale-out-"));
+  jobLog = join(work, "jobs.log");
+  env = {
+    RESD_DATABASE_URL: dbUrl,
+    RESD_FILES_URL: "s3://media/shared",
+    S3_ENDPOINT: s3.endpoint,
+    S3_ACCESS_KEY_ID: "S3RVER",
+    S3_SECRET_ACCESS_KEY: "S3RVER",
+    S3_REGION: "us-east-1",
+    RESD_LOGIN_MAX_FAILURES: String(MAX_FAILURES),
+    RESD_LOGIN_LOCK: "60",
+    // Idle workers poll every 50 ms, so each instance also takes jobs the other one queued. A poll
+    // is not announced to the other instances (it changes nothing): the cache checks below still
+    // need the notice of the other instance's commit.
+    RESD_JOB_POLL: "50",
+    RESD_JOB_CONCURRENCY: "4",
+    RESD_JOB_BACKOFF: "50",
+    SCALE_OUT_JOB_LOG: jobLog,
+  };
+
+  // Same definitions and extension in both directories; the signing key of A's .env copied to B.
+  dirA = makeSite({ store: "sqlite", defs, files: { "ext/hooks.ts": EXT } });
+  dirB = makeSite({ store: "sqlite", defs, files: { "ext/hooks.ts": EXT } });
+  const add = await cli(dirA, ["user", "add", EMAIL, "--password", PASSWORD, "--role", "admin", "--api"], { env });
+  if (add.code !== 0) throw new Error(`user add failed: ${add.stderr}`);
+  const locked = await cli(dirA, ["user", "add", LOCKED_EMAIL, "--password", LOCKED_PASSWORD, "--role", "admin", "--api"], { env });
+  if (locked.code !== 0) throw new Error(`user add failed: ${locked.stderr}`);
+  if (!existsSync(join(dirA, ".env"))) throw new Error("the first CLI command wrote no .env");
+  copyFileSync(join(dirA, ".env"), join(dirB, ".env"));
+  const tok = await cli(dirA, ["token", EMAIL], { env });
+  if (tok.code !== 0) throw new Error(`token failed: ${tok.stderr}`);
+  token = tok.stdout.trim();
+
+  await startBoth();
+}, 60_000);
+
+/** Serves A, then B (the second finds the schema made). */
+async function startBoth() {
+  await A?.stop();
+  await B?.stop();
+  A = await serve(dirA, { env });
+  B = await serve(dirB, { env });
+}
+
+afterAll(async () => {
+  await A?.stop().catch(() => {});
+  await B?.stop().catch(() => {});
+  await s3?.stop().catch(() => {});
+  if (dbName) {
+    try {
+      psql(adminDb, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    } catch (e) {
+      console.error(String(e));
+    }
+  }
+  for (const d of [dirA, dirB, work]) if (d) rmSync(d, { recursive: true, force: true });
+}, 30_000);
+
+describe("two instances on one database and one bucket", () => {
+  test("a record created on A is read on B at once, and B's cached list shows it within a second", async () => {
+    // B's list, asked twice so the page and the total are cached there.
+    const before = await call(B!.base, "GET", "/api/v1/notes?limit=50", { token });
+    expect(before.status).toBe(200);
+    const again = await call(B!.base, "GET", "/api/v1/notes?limit=50", { token });
+    expect(again.body!.total).toBe(before.body!.total);
+    const total0 = before.body!.total as number;
+
+    const created = await call(A!.base, "POST", "/api/v1/notes", { token, body: { title: "written on A", year: 2026 } });
+    expect(created.status).toBe(201);
+    const uuid = Object.keys(created.body!.notes)[0]!;
+
+    const read = await call(B!.base, "GET", `/api/v1/notes/${uuid}`, { token });
+    expect(read.status).toBe(200);
+    expect(read.body!.notes[uuid]).toMatchObject({ uuid, title: "written on A", year: 2026 });
+
+    const t0 = Date.now();
+    const list = await until("B's list to show the record written on A", async () => {
+      const r = await call(B!.base, "GET", "/api/v1/notes?limit=50", { token });
+      return r.body!.total === total0 + 1 && r.body!.notes[uuid] ? r : null;
+    }, 1000);
+    expect(Date.now() - t0).toBeLessThan(1500);
+    expect(list.body!.count).toBe(total0 + 1);
+
+    // And the other way round: a change on B reaches A's cache.
+    const cachedOnA = await call(A!.base, "GET", "/api/v1/notes?limit=50", { token });
+    expect(cachedOnA.body!.notes[uuid].title).toBe("written on A");
+    expect((await call(B!.base, "PATCH", `/api/v1/notes/${uuid}`, { token, body: { title: "changed on B" } })).status).toBe(200);
+    await until("A's list to show B's change", async () => (await call(A!.base, "GET", "/api/v1/notes?limit=50", { token })).body!.notes[uuid].title === "changed on B", 1000);
+  });
+
+  test("an image uploaded on A is downloaded on B with the same bytes; B makes an /img WebP of it", async () => {
+    const jpeg = new Uint8Array(await sharp({ create: { width: 320, height: 240, channels: 3, background: { r: 10, g: 120, b: 200 } } }).jpeg().toBuffer());
+    const fd = new FormData();
+    fd.append("file", new Blob([jpeg as Uint8Array<ArrayBuffer>], { type: "image/jpeg" }), "photo.jpg");
+    const up = await fetch(`${A!.base}/api/v1/.files`, { method: "POST", body: fd, headers: { authorization: `Bearer ${token}` } });
+    expect(up.status).toBe(201);
+    const uuid = Object.keys(((await up.json()) as { files: Record<string, unknown> }).files)[0]!;
+    expect(uuid).toBe(md5(jpeg));
+
+    const auth = { authorization: `Bearer ${token}` };
+    const listed = await call(B!.base, "GET", `/api/v1/.files/${uuid}`, { token });
+    expect(listed.status).toBe(200);
+    const down = await fetch(`${B!.base}/download/${uuid}`, { headers: auth });
+    expect(down.status).toBe(200);
+    expect(new Uint8Array(await down.arrayBuffer())).toEqual(jpeg);
+
+    const img = await fetch(`${B!.base}/img/${uuid}/100w`, { headers: auth });
+    expect(img.status).toBe(200);
+    expect(img.headers.get("content-type")).toBe("image/webp");
+    const meta = await sharp(new Uint8Array(await img.arrayBuffer())).metadata();
+    expect(meta.format).toBe("webp");
+    expect(meta.width).toBe(100);
+    // The variant B made is in the bucket: A serves the same one.
+    const fromA = await fetch(`${A!.base}/img/${uuid}/100w`, { headers: auth });
+    expect(fromA.status).toBe(200);
+    expect((await sharp(new Uint8Array(await fromA.arrayBuffer())).metadata()).width).toBe(100);
+  });
+
+  test("a token issued on A works on B; a session started on A works on B, and signing out on A ends it on B", async () => {
+    const issued = await call(A!.base, "POST", "/api/v1/auth/token", { body: { email: EMAIL, password: PASSWORD } });
+    expect(issued.status).toBe(200);
+    const t = issued.body!.token as string;
+    expect(typeof t).toBe("string");
+    expect((await call(B!.base, "GET", "/api/v1/notes?limit=1", { token: t })).status).toBe(200);
+    // Renewed on B, used on A.
+    const renewed = await call(B!.base, "GET", "/api/v1/auth/token", { token: t });
+    expect(renewed.status).toBe(200);
+    expect((await call(A!.base, "GET", "/api/v1/notes?limit=1", { token: renewed.body!.token })).status).toBe(200);
+    // The CLI's token (made in A's directory) on B.
+    expect((await call(B!.base, "GET", "/api/v1/notes?limit=1", { token })).status).toBe(200);
+
+    const signIn = await call(A!.base, "POST", "/api/v1/session", { body: { email: EMAIL, password: PASSWORD } });
+    expect(signIn.status).toBe(200);
+    const cookie = (signIn.headers.get("set-cookie") ?? "").split(";")[0]!;
+    expect(cookie).toMatch(/^resd_session=[\w-]{43}$/);
+    const h = { cookie };
+    const onB = await call(B!.base, "GET", "/api/v1/session", { headers: h });
+    expect(onB.status).toBe(200);
+    expect(onB.body!.user.email).toBe(EMAIL);
+    expect((await call(B!.base, "GET", "/api/v1/notes?limit=1", { headers: h })).status).toBe(200);
+    // B has the session cached now; A ends it.
+    expect((await call(B!.base, "GET", "/api/v1/session", { headers: h })).status).toBe(200);
+    const out = await call(A!.base, "DELETE", "/api/v1/session", { headers: h });
+    expect(out.status).toBe(200);
+    expect((await call(A!.base, "GET", "/api/v1/session", { headers: h })).status).toBe(401);
+    await until("the session to end on B", async () => (await call(B!.base, "GET", "/api/v1/session", { headers: h })).status === 401, 1000);
+    // The old cookie is an anonymous visitor on B now (as on one instance: 403, not the user's 200).
+    expect((await call(B!.base, "GET", "/api/v1/notes?limit=1", { headers: h })).status).toBe(403);
+  });
+
+  test("an account locked by failed logins on A is refused on B, even with the right password", async () => {
+    const wrong = { email: LOCKED_EMAIL, password: "not-the-password" };
+    for (let i = 1; i <= MAX_FAILURES; i++) {
+      const r = await call(A!.base, "POST", "/api/v1/auth/token", { body: wrong });
+      expect(r.status).toBe(401);
+    }
+    const onA = await call(A!.base, "POST", "/api/v1/auth/token", { body: wrong });
+    expect(onA.status).toBe(429);
+    expect(onA.body!.message).toBe("TOO_MANY_REQUESTS");
+
+    const right = { email: LOCKED_EMAIL, password: LOCKED_PASSWORD };
+    const onB = await call(B!.base, "POST", "/api/v1/auth/token", { body: right });
+    expect(onB.status).toBe(429);
+    expect(onB.body!.message).toBe("TOO_MANY_REQUESTS");
+    expect(Number(onB.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(Number(onB.headers.get("retry-after"))).toBeLessThanOrEqual(60);
+    const session = await call(B!.base, "POST", "/api/v1/session", { body: right });
+    expect(session.status).toBe(429);
+    // The other account is not affected.
+    expect((await call(B!.base, "POST", "/api/v1/auth/token", { body: { email: EMAIL, password: PASSWORD } })).status).toBe(200);
+  });
+
+  test(`${JOBS} jobs queued by writes on both instances each run exactly once, some on each`, async () => {
+    const half = JOBS / 2;
+    const csv = (who: string, from: number, n: number) =>
+      ["title", ...Array.from({ length: n }, (_, i) => `task ${who} ${from + i}`)].join("\n") + "\n";
+    const importOn = async (s: Server, who: string, from: number, n: number) => {
+      const fd = new FormData();
+      fd.append("file", new Blob([csv(who, from, n)], { type: "text/csv" }), `${who}-${from}.csv`);
+      const res = await fetch(`${s.base}/api/v1/tasks/import?match=none`, { method: "POST", body: fd, headers: { authorization: `Bearer ${token}` } });
+      const body = (await res.json()) as Record<string, any>;
+      expect(res.status).toBe(200);
+      expect(body.stats).toMatchObject({ imported: n, created: n, errors: 0 });
+    };
+    // Five imports of 100 rows on each, interleaved, so both workers see new work while busy.
+    const chunk = 100;
+    const writes: Promise<void>[] = [];
+    for (let i = 0; i < half; i += chunk) {
+      writes.push(importOn(A!, "A", i, chunk));
+      writes.push(importOn(B!, "B", i, chunk));
+    }
+    await Promise.all(writes);
+    expect((await call(B!.base, "GET", "/api/v1/tasks?limit=0", { token })).body!.total).toBe(JOBS);
+    expect(Number(psql(dbUrl, "SELECT count(*) FROM _resd_jobs WHERE type = 'count'"))).toBe(JOBS);
+
+    const lines = await until("every job to be done", () => {
+      const open = Number(psql(dbUrl, "SELECT count(*) FROM _resd_jobs WHERE type = 'count' AND state <> 'done'"));
+      if (open > 0) return null;
+      return readFileSync(jobLog, "utf8").trim().split("\n").filter(Boolean);
+    }, 45_000, 100);
+    // Settle: a job run twice would have written its second line by now.
+    await Bun.sleep(300);
+    const final = readFileSync(jobLog, "utf8").trim().split("\n").filter(Boolean);
+    expect(final.length).toBe(lines.length);
+
+    const runs = new Map<string, number>();
+    const byPid = new Map<string, number>();
+    for (const line of final) {
+      const [id, pid] = line.split(" ");
+      runs.set(id!, (runs.get(id!) ?? 0) + 1);
+      byPid.set(pid!, (byPid.get(pid!) ?? 0) + 1);
+    }
+    const ids = psql(dbUrl, "SELECT id FROM _resd_jobs WHERE type = 'count' ORDER BY id").split("\n");
+    expect(ids.length).toBe(JOBS);
+    expect([...runs.entries()].filter(([, n]) => n !== 1)).toEqual([]);
+    expect([...runs.keys()].sort()).toEqual([...ids].sort());
+    expect(final.length).toBe(JOBS);
+    expect(Number(psql(dbUrl, "SELECT count(*) FROM _resd_jobs WHERE type = 'count' AND state = 'done' AND attempts = 1"))).toBe(JOBS);
+    // Both instances took part.
+    expect([...byPid.keys()].sort()).toEqual([String(A!.proc.pid), String(B!.proc.pid)].sort());
+    for (const n of byPid.values()) expect(n).toBeGreaterThan(0);
+  }, 60_000);
+
+  test("an instance whose definition is older than the stored schema does not serve that resource (error in its log); it does once its file matches", async () => {
+    const newer = { ...defs.notes, fields: { ...defs.notes.fields, summary: { type: "text" } } };
+    writeFileSync(join(dirA, "resources", "notes.json"), JSON.stringify(newer));
+    await startBoth(); // A moves notes to schema version 2; B starts with version 1's file
+    expect(psql(dbUrl, "SELECT version FROM _resd_schema WHERE resource = 'notes'")).toBe("2");
+    expect(B!.errors()).toMatch(/resource not served.*resource=notes.*newer than this instance's definition/);
+    const refused = await call(B!.base, "GET", "/api/v1/notes?limit=1", { token });
+    expect(refused.status).toBe(503);
+    expect(refused.body!.message).toBe("SERVICE_UNAVAILABLE");
+    expect(refused.body!.details).toContain("schema version 2");
+    expect((await call(B!.base, "POST", "/api/v1/notes", { token, body: { title: "from the old definition" } })).status).toBe(503);
+    // Only that resource: the rest is served, and A serves notes with its new field.
+    expect((await call(B!.base, "GET", "/api/v1/tasks?limit=1", { token })).status).toBe(200);
+    const onA = await call(A!.base, "POST", "/api/v1/notes", { token, body: { title: "new field", summary: "kept" } });
+    expect(onA.status).toBe(201);
+    // B did not take the schema back: still version 2, the same indexes.
+    expect(psql(dbUrl, "SELECT version FROM _resd_schema WHERE resource = 'notes'")).toBe("2");
+    // B's file brought up to date: picked up while B runs, and served again.
+    writeFileSync(join(dirB, "resources", "notes.json"), JSON.stringify(newer));
+    await until("B to serve notes again", async () => (await call(B!.base, "GET", "/api/v1/notes?limit=1", { token })).status === 200, 5000, 100);
+    expect(psql(dbUrl, "SELECT version FROM _resd_schema WHERE resource = 'notes'")).toBe("2");
+  });
+});
+
+describe("upkeep shared by the instances", () => {
+  test("the hourly history purge runs once for all instances: the others skip it for the rest of the hour", async () => {
+    const one = await PgStore.open(dbUrl);
+    const two = await PgStore.open(dbUrl);
+    try {
+      const now = Date.now() + 2 * 3600_000; // past any purge the servers above made at start
+      const results = await Promise.all([one.purgeHistory(0, now), two.purgeHistory(0, now)]);
+      expect(results.filter((r) => r === null).length).toBe(1);
+      expect(results.filter((r) => typeof r === "number").length).toBe(1);
+      expect(await two.purgeHistory(0, now + 30 * 60_000)).toBeNull();
+      expect(await two.purgeHistory(0, now + 56 * 60_000)).toBe(0);
+    } finally {
+      await one.close();
+      await two.close();
+    }
+  });
+});
