@@ -6,7 +6,7 @@
 #   scripts/postgres.sh stop
 set -euo pipefail
 BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
-STATE=/tmp/resd-ci-postgres
+STATE=${RESD_PG_STATE:-/tmp/resd-ci-postgres}
 case "${1:-}" in
   start)
     PORT=${2:-55432}
@@ -16,8 +16,10 @@ case "${1:-}" in
     "${RUNAS[@]}" "$BIN/initdb" -D "$STATE/data" -U postgres -A trust -E UTF8 --locale=C.UTF-8 >"$STATE/initdb.log" 2>&1 \
       || { cat "$STATE/initdb.log" >&2; exit 1; }
     # Many test sites at once, each with its own connection pool: room for them.
+    FAST="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    [ "${RESD_PG_DURABLE:-}" = 1 ] && FAST=""
     "${RUNAS[@]}" "$BIN/pg_ctl" -D "$STATE/data" -l "$STATE/server.log" -w -t 60 \
-      -o "-c listen_addresses=127.0.0.1 -p $PORT -k $STATE -c max_connections=400 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c shared_buffers=256MB" start >/dev/null \
+      -o "-c listen_addresses=127.0.0.1 -p $PORT -k $STATE -c max_connections=400 $FAST -c shared_buffers=256MB" start >/dev/null \
       || { cat "$STATE/server.log" >&2; exit 1; }
     echo "postgres://postgres@127.0.0.1:$PORT/postgres"
     ;;

@@ -104,6 +104,7 @@ describe("clear errors", () => {
   test("success messages are not prefixed like errors", async () => {
     // resd backup copies a SQLite site (a PostgreSQL one is refused: see access-attacks).
     const local = makeSite({ store: "sqlite" });
+    expect((await cli(local, ["migrate"])).code).toBe(0); // the site's database exists
     const b = await cli(local, ["backup", "--out", `${local}/b.tar`]);
     rmSync(local, { recursive: true, force: true });
     expect(b.code).toBe(0);

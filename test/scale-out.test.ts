@@ -31,6 +31,7 @@ const JOBS = 1000;
 const defs = {
   notes: { fields: { title: { type: "text", required: true }, year: { type: "number" } } },
   tasks: { fields: { title: { type: "text", required: true } }, events: { create: ["job:count"] } },
+  tickets: { fields: { title: { type: "text" }, status: { type: "select", options: { open: "Open", closed: "Closed", spam: "Spam" } } }, index: ["status"] },
 };
 /** One line per run of a `count` job: its id and the pid of the server that ran it. */
 const EXT = `import { appendFileSync } from "node:fs";
@@ -243,6 +244,42 @@ describe("two instances on one database and one bucket", () => {
     await until("the session to end on B", async () => (await call(B!.base, "GET", "/api/v1/session", { headers: h })).status === 401, 1000);
     // The old cookie is an anonymous visitor on B now (as on one instance: 403, not the user's 200).
     expect((await call(B!.base, "GET", "/api/v1/notes?limit=1", { headers: h })).status).toBe(403);
+  });
+
+  test("totals stay exact under concurrent creates, updates and deletes on both instances (compared with COUNT(*))", async () => {
+    const statuses = ["open", "closed", "spam"];
+    const pick = (i: number) => statuses[(i * 7) % 3]!;
+    const made: string[] = [];
+    // Creates on both at once, in parallel batches.
+    await Promise.all(Array.from({ length: 8 }, async (_, w) => {
+      for (let i = 0; i < 40; i++) {
+        const s = w % 2 ? B! : A!;
+        const r = await call(s.base, "POST", "/api/v1/tickets", { token, body: { title: `t${w}-${i}`, status: pick(i + w) } });
+        expect(r.status).toBe(201);
+        made.push(Object.keys(r.body!.tickets)[0]!);
+      }
+    }));
+    // Status changes and deletes, again from both, while pages and totals are read (cached) on both.
+    await Promise.all([
+      ...made.slice(0, 120).map((uuid, i) => call((i % 2 ? A! : B!).base, "PATCH", `/api/v1/tickets/${uuid}`, { token, body: { status: pick(i + 1) } })),
+      ...made.slice(120, 180).map((uuid, i) => call((i % 2 ? B! : A!).base, "DELETE", `/api/v1/tickets/${uuid}`, { token })),
+      ...Array.from({ length: 40 }, (_, i) => call((i % 2 ? A! : B!).base, "GET", `/api/v1/tickets?limit=5&filter=status:${pick(i)}`, { token })),
+    ]);
+    const exact = (where: string) => Number(psql(dbUrl, `SELECT count(*) FROM "r:tickets" ${where}`));
+    expect(exact("")).toBe(320 - 60);
+    for (const s of [A!, B!]) {
+      expect((await call(s.base, "GET", "/api/v1/tickets?limit=1", { token })).body!.total).toBe(exact(""));
+      for (const st of statuses) {
+        expect((await call(s.base, "GET", `/api/v1/tickets?limit=1&filter=status:${st}`, { token })).body!.total).toBe(exact(`WHERE data->>'status' = '${st}'`));
+        expect((await call(s.base, "GET", `/api/v1/tickets?limit=1&filter=status:!${st}`, { token })).body!.total).toBe(exact(`WHERE data->>'status' IS DISTINCT FROM '${st}'`));
+      }
+      expect((await call(s.base, "GET", "/api/v1/tickets?limit=1&filter=status:open||spam", { token })).body!.total).toBe(exact(`WHERE data->>'status' IN ('open', 'spam')`));
+    }
+    // The instances fold the counts' deltas (each second, one at a time): the totals stay the same.
+    await until("the deltas to be folded", () => psql(dbUrl, "SELECT count(*) FROM _resd_count_deltas") === "0", 5000, 100);
+    for (const st of statuses) {
+      expect((await call(B!.base, "GET", `/api/v1/tickets?limit=1&filter=status:${st}`, { token })).body!.total).toBe(exact(`WHERE data->>'status' = '${st}'`));
+    }
   });
 
   test("an account locked by failed logins on A is refused on B, even with the right password", async () => {

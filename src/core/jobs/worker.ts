@@ -40,9 +40,16 @@ export function createWorker(site: Site, handlerFor: (type: string) => JobHandle
   let unsubscribe = () => {};
   let purgeTimer: ReturnType<typeof setInterval> | null = null;
 
-  const wakeAll = () => sleepers.forEach((fn) => fn());
-  const idle = () =>
+  // Counts wake-ups, so that one arriving while a worker's claim was still on its way (it found
+  // nothing, and the job was queued just after) is not slept through until the next poll.
+  let wakes = 0;
+  const wakeAll = () => {
+    wakes++;
+    sleepers.forEach((fn) => fn());
+  };
+  const idle = (seen = wakes) =>
     new Promise<void>((resolve) => {
+      if (wakes !== seen) return resolve();
       const done = () => {
         clearTimeout(t);
         sleepers.delete(done);
@@ -81,10 +88,11 @@ export function createWorker(site: Site, handlerFor: (type: string) => JobHandle
   async function loop(): Promise<void> {
     while (running) {
       try {
+        const seen = wakes;
         const job = await q.claim(Date.now(), leaseMs, cfg.jobAttempts);
         if (!job || !running) {
           if (job) await q.release(job.id, job.lease!, Date.now());
-          else await idle();
+          else await idle(seen);
           continue;
         }
         await run(job as JobRow & { lease: string });

@@ -8,6 +8,7 @@ import { searchFields } from "../definitions/derived";
 import { quoteIdent } from "./dialect";
 import { searchTextSql, type PgDialect } from "./postgres-dialect";
 import type { SchemaChange } from "./types";
+import { COUNT_TABLES, syncCounts } from "./postgres-counts";
 
 /** The advisory lock key of schema changes ("resd" in ASCII). */
 export const SCHEMA_LOCK = 0x72657364;
@@ -48,6 +49,7 @@ const MIGRATIONS: string[] = [
      PRIMARY KEY (resource, version));
    INSERT INTO _resd_schema_versions (resource, version, hash, at) SELECT resource, version, hash, updated FROM _resd_schema;
    CREATE TABLE _resd_meta (key TEXT PRIMARY KEY, value BIGINT NOT NULL);`,
+  COUNT_TABLES,
 ];
 
 export async function migrateInternal(db: ReservedSQL): Promise<void> {
@@ -151,6 +153,7 @@ export async function syncResource(db: ReservedSQL, def: ResourceDef, d: PgDiale
     await db.unsafe("INSERT INTO _resd_schema_versions (resource, version, hash, at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", [def.name, version, hash, Date.now()]);
     if (row) changes.push({ resource: def.name, action: "updated", detail: `schema version ${version}` });
   }
+  changes.push(...(await syncCounts(db, def, d)));
   d.searchText.set(def.name, searchFields(def).length ? searchTextSql(searchFields(def)) : "''");
   return { changes, synced: { uniqueFields: new Map(want.filter((w) => w.unique).map((w) => [w.name, w.unique!])) } };
 }
