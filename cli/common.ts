@@ -10,10 +10,10 @@ export function config(opts: DirOpts, flags: Partial<Record<SettingName, string 
   return loadConfig({ dir: opts.dir, flags });
 }
 
-export async function withSite<T>(opts: DirOpts, fn: (site: Site) => Promise<T>, flags: Partial<Record<SettingName, string>> = {}): Promise<T> {
+export async function withSite<T>(opts: DirOpts, fn: (site: Site) => Promise<T>, flags: Partial<Record<SettingName, string>> = {}, open: { rollback?: boolean } = {}): Promise<T> {
   // A command has no other requests to keep answering: its reads run on its own thread, which
   // spares handing every row of an export to a worker and back.
-  const site = await openSite({ ...config(opts, flags), readWorkers: 0 });
+  const site = await openSite({ ...config(opts, flags), readWorkers: 0 }, open);
   try {
     return await fn(site);
   } finally {

@@ -9,9 +9,10 @@ import { S3BlobStore } from "../src/core/files/s3-blob-store";
 import { runningServers } from "../src/core/pidfile";
 import { openStore, type Site } from "../src/core/site";
 import { moveStore } from "../src/core/store/move";
+import { postgresTargetContents, sqliteTargetContents } from "../src/core/store/target";
 import { action, withSite } from "./common";
 
-type Opts = { dir?: string; json?: boolean; filesTo?: string; to?: string };
+type Opts = { dir?: string; json?: boolean; filesTo?: string; to?: string; rollback?: boolean };
 
 export function registerMigrate(program: Command) {
   program
@@ -20,11 +21,12 @@ export function registerMigrate(program: Command) {
     .option("--dir <dir>", "site directory")
     .option("--json", "print the changes as JSON")
     .option("--to <database>", "copy records (users and roles too), history and queued jobs into an empty postgres://user:password@host:port/database, or back into `sqlite` (DIR/data/resd.db); read back and compared; all or nothing")
+    .option("--rollback", "make this folder's definitions the stored schema even where the database holds a newer version (PostgreSQL sites with several instances)")
     .option("--files-to <target>", "copy every uploaded file to s3://bucket/prefix, or back to `local` (DIR/data/files), each checked by its MD5; all or nothing")
     .action(action(async (opts: Opts) => {
       if (opts.to !== undefined || opts.filesTo !== undefined) {
         return withSite(opts, async (site) => {
-          refuseWhileServed(site);
+          await refuseWhileServed(site);
           // Files first: a copy into a bucket nobody uses yet is harmless if the database copy then fails.
           const files = opts.filesTo !== undefined ? await moveFilesTo(site, opts.filesTo, opts) : undefined;
           const database = opts.to !== undefined ? await moveDatabaseTo(site, opts.to, opts) : undefined;
@@ -33,16 +35,22 @@ export function registerMigrate(program: Command) {
         });
       }
       // Opening a site syncs tables and indexes with the definitions; report what that changed.
-      const changes = await withSite(opts, async (site) => site.schemaChanges);
-      if (opts.json) console.log(JSON.stringify({ ok: true, changes }));
+      const changes = await withSite(opts, async (site) => site.schemaChanges, {}, { rollback: Boolean(opts.rollback) });
+      const refused = changes.filter((c) => c.action === "refused");
+      if (opts.json) console.log(JSON.stringify({ ok: refused.length === 0, changes }));
       else console.log(changes.length ? changes.map((c) => `${c.resource}: ${c.action} ${c.detail}`).join("\n") : "schema up to date");
+      if (refused.length) {
+        throw new AppError(409, "RESOURCE_EXISTS", `${refused.map((c) => c.resource).join(", ")}: the database holds a newer schema than this folder's definitions; update them, or make them the newest version with resd migrate --rollback`);
+      }
     }));
 }
 
-/** Writes accepted meanwhile would be missed: a copy is of a site at rest. */
-function refuseWhileServed(site: Site) {
+/** Writes accepted meanwhile would be missed: a copy is of a site at rest (on every instance). */
+async function refuseWhileServed(site: Site) {
   const servers = runningServers(site.config.dir);
   if (servers.length) throw new AppError(409, "RESOURCE_EXISTS", `a resd server (PID ${servers.join(", ")}) is using ${site.config.dir}; stop it first`);
+  const others = await site.store.otherProcesses();
+  if (others.length) throw new AppError(409, "RESOURCE_EXISTS", `other resd processes are using this site's database (${others.slice(0, 3).join(", ")}${others.length > 3 ? ", …" : ""}: host/PID); stop them first`);
 }
 
 const progressLine = (text: string) => process.stderr.write(`\r\x1b[K${text}`);
@@ -52,11 +60,20 @@ async function moveDatabaseTo(site: Site, target: string, opts: Opts) {
   if (!toPostgres && target !== "sqlite") throw new AppError(400, "INVALID_DATA", `--to takes postgres://user:password@host:port/database or sqlite, not ${maskUrl(target)}`);
   const here = site.config.databaseUrl || "sqlite";
   if (target === here) throw new AppError(400, "INVALID_DATA", `the site is already in ${toPostgres ? maskUrl(target) : "DIR/data/resd.db"}`);
-  const shown = toPostgres ? maskUrl(target) : join(site.config.dir, "data", "resd.db");
+  const file = join(site.config.dir, "data", "resd.db");
+  const shown = toPostgres ? maskUrl(target) : file;
+  // Looked at before anything is made there: a target that holds something is left as it is.
+  const held = toPostgres ? await postgresTargetContents(target).catch((e) => Promise.reject(new Error(`cannot use the database at ${shown}: ${(e as Error).message}`)))
+    : await sqliteTargetContents(file);
+  if (held) {
+    throw new AppError(409, "RESOURCE_EXISTS", `${shown} is not empty: ${held}. resd migrate --to copies into an empty database only${toPostgres ? "" : "; move that file aside first"}`);
+  }
   const to = await openStore({ ...site.config, databaseUrl: toPostgres ? target : "", readWorkers: 0 });
   const tty = process.stderr.isTTY;
   try {
-    const stats = await moveStore(site.store, to, site.defs.values(), tty ? (p) => progressLine(`${p.resource} ${p.done.toLocaleString("en")}/${p.total.toLocaleString("en")}`) : undefined);
+    const show = (p: { resource: string; done: number; total: number }) =>
+      progressLine(p.resource === "comparing" ? "reading the copy back and comparing…" : `${p.resource} ${p.done.toLocaleString("en")}/${p.total.toLocaleString("en")}`);
+    const stats = await moveStore(site.store, to, site.defs.values(), tty ? show : undefined);
     if (tty) process.stderr.write("\r\x1b[K");
     const next = toPostgres ? `start resd with RESD_DATABASE_URL=${shown} (or --database-url)` : "start resd without RESD_DATABASE_URL";
     if (!opts.json) {

@@ -355,27 +355,40 @@ describe("two instances on one database and one bucket", () => {
     for (const n of byPid.values()) expect(n).toBeGreaterThan(0);
   }, 60_000);
 
-  test("an instance whose definition is older than the stored schema does not serve that resource (error in its log); it does once its file matches", async () => {
-    const newer = { ...defs.notes, fields: { ...defs.notes.fields, summary: { type: "text" } } };
+  test("an instance whose definition is older than the stored schema stops serving that resource as soon as another one changes it (error in its log); it serves again once its file matches", async () => {
+    const older = JSON.parse(readFileSync(join(dirA, "resources", "notes.json"), "utf8"));
+    const newer = { ...older, fields: { ...older.fields, summary: { type: "text" } } };
+    const version = () => Number(psql(dbUrl, "SELECT version FROM _resd_schema WHERE resource = 'notes'"));
+    const v1 = version();
+    // A's file changes while both run: A moves notes on; B hears of it and refuses at once.
     writeFileSync(join(dirA, "resources", "notes.json"), JSON.stringify(newer));
-    await startBoth(); // A moves notes to schema version 2; B starts with version 1's file
-    expect(psql(dbUrl, "SELECT version FROM _resd_schema WHERE resource = 'notes'")).toBe("2");
-    expect(B!.errors()).toMatch(/resource not served.*resource=notes.*newer than this instance's definition/);
-    const refused = await call(B!.base, "GET", "/api/v1/notes?limit=1", { token });
-    expect(refused.status).toBe(503);
+    await until("A to serve the new field", async () => (await call(A!.base, "POST", "/api/v1/notes", { token, body: { title: "new field", summary: "kept" } })).status === 201, 5000, 100);
+    expect(version()).toBe(v1 + 1);
+    const refused = await until("B to refuse notes", async () => {
+      const r = await call(B!.base, "GET", "/api/v1/notes?limit=1", { token });
+      return r.status === 503 ? r : null;
+    }, 3000, 50);
     expect(refused.body!.message).toBe("SERVICE_UNAVAILABLE");
-    expect(refused.body!.details).toContain("schema version 2");
+    expect(refused.body!.details).toContain(`schema version ${v1 + 1}`);
+    expect(refused.body!.details).not.toContain(dirB); // no server path to the client
+    expect(B!.errors()).toMatch(/resource not served.*resource=notes.*newer than this instance's definition/);
     expect((await call(B!.base, "POST", "/api/v1/notes", { token, body: { title: "from the old definition" } })).status).toBe(503);
-    // Only that resource: the rest is served, and A serves notes with its new field.
+    // Only that resource: the rest is served.
     expect((await call(B!.base, "GET", "/api/v1/tasks?limit=1", { token })).status).toBe(200);
-    const onA = await call(A!.base, "POST", "/api/v1/notes", { token, body: { title: "new field", summary: "kept" } });
-    expect(onA.status).toBe(201);
-    // B did not take the schema back: still version 2, the same indexes.
-    expect(psql(dbUrl, "SELECT version FROM _resd_schema WHERE resource = 'notes'")).toBe("2");
-    // B's file brought up to date: picked up while B runs, and served again.
-    writeFileSync(join(dirB, "resources", "notes.json"), JSON.stringify(newer));
-    await until("B to serve notes again", async () => (await call(B!.base, "GET", "/api/v1/notes?limit=1", { token })).status === 200, 5000, 100);
-    expect(psql(dbUrl, "SELECT version FROM _resd_schema WHERE resource = 'notes'")).toBe("2");
+    expect(version()).toBe(v1 + 1); // B did not take the schema back
+
+    // Rolling A back to the old file by copying it: an older version, refused there too ...
+    writeFileSync(join(dirA, "resources", "notes.json"), JSON.stringify(older));
+    await until("A to refuse notes", async () => (await call(A!.base, "GET", "/api/v1/notes?limit=1", { token })).status === 503, 3000, 50);
+    const plain = await cli(dirA, ["migrate"], { env });
+    expect(plain.code).toBe(2);
+    expect(plain.stderr).toContain("resd migrate --rollback");
+    // ... until the admin says so: both instances (both on the old file now) serve again.
+    const rollback = await cli(dirA, ["migrate", "--rollback"], { env });
+    expect(rollback.code).toBe(0);
+    expect(rollback.stdout).toContain(`notes: updated schema version ${v1 + 2} (the definition of an earlier version again: rolled back)`);
+    for (const s of [A!, B!]) await until("notes to be served again", async () => (await call(s.base, "GET", "/api/v1/notes?limit=1", { token })).status === 200, 3000, 50);
+    expect(version()).toBe(v1 + 2);
   });
 });
 

@@ -7,7 +7,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { adminSite, cli, serve } from "./helpers/site";
+import { Database } from "bun:sqlite";
+import { adminSite, cli, makeSite, serve } from "./helpers/site";
 
 const PG = process.env.RESD_TEST_POSTGRES_URL || process.env.RESD_TEST_DATABASE_URL || "";
 
@@ -169,5 +170,87 @@ describe("resd migrate --to postgres://…", () => {
     } finally {
       await local.stop();
     }
+  });
+});
+
+describe("resd migrate --to: targets that are not empty, and copies that fail, change nothing", () => {
+  /** A small SQLite site, not served. */
+  async function smallSite(defs: Record<string, unknown> = { notes }) {
+    const dir = makeSite({ defs, store: "sqlite" });
+    expect((await cli(dir, ["user", "add", "a@example.com", "--password", "admin-password", "--role", "admin"])).code).toBe(0);
+    return dir;
+  }
+  const schemaOf = (url: string) => psql(url, `SELECT version || ' ' || hash FROM _resd_schema WHERE resource = 'notes'`) + " | " +
+    psql(url, `SELECT string_agg(indexname, ',' ORDER BY indexname) FROM pg_indexes WHERE tablename = 'r:notes'`);
+
+  test("a database another site uses (other definitions, records) is refused before anything in it changes", async () => {
+    const live = newDb();
+    const other = await smallSite();
+    expect((await cli(other, ["migrate", "--to", live])).code).toBe(0);
+    const before = schemaOf(live);
+    const different = await smallSite({ notes: { fields: { title: { type: "text" }, extra: { type: "number" } } } });
+    const r = await cli(different, ["migrate", "--to", live]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("is not empty: it holds users records");
+    expect(schemaOf(live)).toBe(before); // indexes and schema version as they were
+    rmSync(other, { recursive: true, force: true });
+    rmSync(different, { recursive: true, force: true });
+  });
+
+  test("a database holding tables that are not resd's is refused, and left without resd's tables", async () => {
+    const foreign = newDb();
+    psql(foreign, "CREATE TABLE customers (id int)");
+    const dir = await smallSite();
+    const r = await cli(dir, ["migrate", "--to", foreign]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("tables that are not resd's (customers)");
+    expect(psql(foreign, "SELECT count(*) FROM pg_tables WHERE tablename LIKE '\\_resd%' OR tablename LIKE 'r:%'")).toBe("0");
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("a record the target cannot hold is named; nothing of the copy stays (records, history, jobs)", async () => {
+    const target = newDb();
+    const dir = await smallSite();
+    const db = new Database(join(dir, "data", "resd.db"));
+    db.query(`INSERT INTO "r:notes" (uuid, data, _created, _modified) VALUES ('bad-one', ?, 1, 1)`).run(JSON.stringify({ title: { en: "nul \u0000" } }));
+    db.close();
+    const r = await cli(dir, ["migrate", "--to", target]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("notes/bad-one");
+    for (const t of ["r:notes", "r:users", "_resd_history", "_resd_jobs"]) expect(psql(target, `SELECT count(*) FROM "${t}"`)).toBe("0");
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("a copy that does not read back the same is rolled back before it commits", async () => {
+    const target = newDb();
+    const dir = await smallSite();
+    const db = new Database(join(dir, "data", "resd.db"));
+    // A time PostgreSQL stores as a whole number: the copy differs from the source.
+    db.query(`INSERT INTO "r:notes" (uuid, data, _created, _modified) VALUES ('odd-time', ?, 1795000000.5, 1795000000.5)`).run(JSON.stringify({ title: { en: "odd" } }));
+    db.close();
+    const r = await cli(dir, ["migrate", "--to", target]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("does not read back the same (notes: the records differ)");
+    for (const t of ["r:notes", "r:users", "r:roles", "_resd_history", "_resd_jobs"]) expect(psql(target, `SELECT count(*) FROM "${t}"`)).toBe("0");
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("refused while another resd process (another folder, another host) uses the source database", async () => {
+    const shared = newDb();
+    const a = makeSite({ defs: { notes }, store: "sqlite" });
+    const b = makeSite({ defs: { notes }, store: "sqlite" });
+    const env = { RESD_DATABASE_URL: shared };
+    expect((await cli(a, ["migrate"], { env })).code).toBe(0);
+    const other = await serve(b, { env });
+    try {
+      const r = await cli(a, ["migrate", "--to", "sqlite"], { env });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`other resd processes are using this site's database`);
+      expect(r.stderr).toContain(`/${other.proc.pid}`);
+    } finally {
+      await other.stop();
+    }
+    rmSync(a, { recursive: true, force: true });
+    rmSync(b, { recursive: true, force: true });
   });
 });

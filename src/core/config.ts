@@ -39,8 +39,21 @@ const databaseUrl = (raw: string) => {
     return undefined;
   }
 };
-/** A URL with its password masked. */
-export const maskUrl = (url: string) => url.replace(/^(\w+:\/\/[^:/@]*:)[^@]*@/, "$1***@");
+/**
+ * A URL with its password masked, also when the URL is malformed (a password holding "@" or "/",
+ * a scheme missing its slashes): whatever stands between the first ":" of the part before the last
+ * "@" and that "@" is hidden, and so is a `password=` parameter.
+ */
+export function maskUrl(url: string): string {
+  const query = url.replace(/([?&]password=)[^&#]*/gi, "$1***");
+  const scheme = /^[a-z][a-z0-9+.-]*:\/*/i.exec(query)?.[0] ?? "";
+  const rest = query.slice(scheme.length);
+  const at = rest.lastIndexOf("@");
+  if (at < 0) return query;
+  const userinfo = rest.slice(0, at);
+  const colon = userinfo.indexOf(":");
+  return colon < 0 ? query : `${scheme}${userinfo.slice(0, colon)}:***${rest.slice(at)}`;
+}
 const oneOf = <T extends string>(...values: T[]) => (raw: string) => (values as string[]).includes(raw) ? (raw as T) : undefined;
 
 export const SETTINGS = {
@@ -156,7 +169,8 @@ export function loadConfig(opts: {
     }
     const parsed = spec.parse(String(hit[1]));
     if (parsed === undefined) {
-      throw new AppError(400, "INVALID_DATA", `invalid value for ${name} (${spec.env}) from ${hit[0]}: ${spec.secret ? "(masked)" : JSON.stringify(String(hit[1]))} — ${spec.help}`);
+      const shown = spec.secret ? "(masked)" : JSON.stringify(spec.mask ? spec.mask(String(hit[1])) : String(hit[1]));
+      throw new AppError(400, "INVALID_DATA", `invalid value for ${name} (${spec.env}) from ${hit[0]}: ${shown} — ${spec.help}`);
     }
     values[name] = parsed;
     sources[name] = hit[0];

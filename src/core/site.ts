@@ -65,7 +65,8 @@ export type Site = {
 
 export const HISTORY_WINDOW_MS = 90 * 24 * 3600 * 1000;
 
-export async function openSite(config: Config, opts: { ensureSecret?: boolean } = {}): Promise<Site> {
+/** `rollback`: definitions older than the stored schema are applied anyway (resd migrate --rollback). */
+export async function openSite(config: Config, opts: { ensureSecret?: boolean; rollback?: boolean } = {}): Promise<Site> {
   const cfg = opts.ensureSecret === false ? config : ensureTokenSecret(config);
   const defs = loadDefinitions(cfg.dir);
   // Uploaded files, import spools and (on SQLite) the database live here: the owner's only, whichever store.
@@ -74,7 +75,7 @@ export async function openSite(config: Config, opts: { ensureSecret?: boolean } 
   const store = await openStore(cfg);
   let schemaChanges: SchemaChange[];
   try {
-    schemaChanges = await store.syncSchema(defs.values());
+    schemaChanges = await store.syncSchema(defs.values(), { rollback: opts.rollback });
   } catch (e) {
     await store.close();
     throw e;

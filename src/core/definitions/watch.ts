@@ -1,6 +1,7 @@
 /**
  * Follows DIR/resources while the server runs, so an edited definition, or a resource created by
- * `resd import` from the shell, is served without a restart. Editors write files in several steps,
+ * `resd import` from the shell, is served without a restart; and the schema changes of other
+ * instances (PostgreSQL), after which this one's definitions may be the older ones. Editors write files in several steps,
  * so changes are applied after a short quiet period; an invalid state is reported and skipped.
  */
 import { mkdirSync, watch } from "node:fs";
@@ -33,8 +34,11 @@ export function watchDefinitions(site: Site, log: WatchLog, quietMs = 250): () =
     clearTimeout(timer);
     timer = setTimeout(apply, quietMs);
   });
+  // Another instance changed a schema: this one's definitions may now be the older ones.
+  const unsubscribe = site.store.onSchemaChange(apply);
   return () => {
     clearTimeout(timer);
     watcher.close();
+    unsubscribe();
   };
 }

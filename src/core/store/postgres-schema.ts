@@ -106,15 +106,15 @@ async function olderThanStored(db: ReservedSQL, def: ResourceDef, hash: string):
   return {
     resource: def.name,
     action: "refused",
-    detail: `the database holds schema version ${row.version}, newer than this instance's definition (version ${mine.v}, ${def.file ?? def.name}); ` +
-      "it is not served here until that file matches the other instances'",
+    detail: `the database holds schema version ${row.version}, newer than this instance's definition (version ${mine.v}, resources/${def.name}.json); ` +
+      "it is not served here until that file matches the other instances' (resd migrate --rollback makes this file the newest version)",
   };
 }
 
-export async function syncResource(db: ReservedSQL, def: ResourceDef, d: PgDialect): Promise<{ changes: SchemaChange[]; synced: SyncedResource }> {
+export async function syncResource(db: ReservedSQL, def: ResourceDef, d: PgDialect, rollback: boolean): Promise<{ changes: SchemaChange[]; synced: SyncedResource }> {
   const hash = definitionHash(def);
   const refused = await olderThanStored(db, def, hash);
-  if (refused) return { changes: [refused], synced: { uniqueFields: new Map() } };
+  if (refused && !rollback) return { changes: [refused], synced: { uniqueFields: new Map() } };
   const changes: SchemaChange[] = [];
   const table = d.table(def.name);
   const exists = (await db.unsafe("SELECT 1 FROM pg_class WHERE relname = $1 AND relkind = 'r'", [`r:${def.name}`])).length > 0;
@@ -151,7 +151,7 @@ export async function syncResource(db: ReservedSQL, def: ResourceDef, d: PgDiale
       ON CONFLICT (resource) DO UPDATE SET version = excluded.version, hash = excluded.hash, updated = excluded.updated`,
     [def.name, version, hash, Date.now()]);
     await db.unsafe("INSERT INTO _resd_schema_versions (resource, version, hash, at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", [def.name, version, hash, Date.now()]);
-    if (row) changes.push({ resource: def.name, action: "updated", detail: `schema version ${version}` });
+    if (row) changes.push({ resource: def.name, action: "updated", detail: `schema version ${version}${refused ? " (the definition of an earlier version again: rolled back)" : ""}` });
   }
   changes.push(...(await syncCounts(db, def, d)));
   d.searchText.set(def.name, searchFields(def).length ? searchTextSql(searchFields(def)) : "''");

@@ -7,6 +7,7 @@
  * Rule for callers, as on SQLite: a transaction body only awaits the store.
  */
 import { SQL, type ReservedSQL } from "bun";
+import { hostname } from "node:os";
 import { AppError } from "../errors";
 import { maskUrl } from "../config";
 import type { ResourceDef } from "../definitions/types";
@@ -24,14 +25,19 @@ const historyCols = (a = "") =>
   `${a}id::float8 AS id, ${a}resource, ${a}uuid, ${a}action, ${a}at::float8 AS at, ${a}"user", ${a}data, ${a}_created::float8 AS _created`;
 /** Rows a stream fetches from its cursor at a time. */
 const STREAM_BATCH = 500;
+/** Rows of one INSERT when many are copied at once (6 values each, well under the 65,535 parameters). */
+const INSERT_BATCH = 500;
 /** Rows per cached page (larger pages are not kept). */
 const PAGE_CACHE_ROWS = 200;
 const ROW_OVERHEAD = 240;
 /** The channel on which every commit is announced to the other instances. */
 const CHANNEL = "resd_commits";
+/** How a schema change is announced on it (before the instance id). */
+const SCHEMA_NOTICE = "schema:";
 /** Attempts of a transaction that PostgreSQL ended to break a deadlock or a serialization conflict. */
 const TX_ATTEMPTS = 3;
 
+const APPLICATION = `resd/${hostname()}/${process.pid}`.slice(0, 63);
 /** How often committed count deltas are folded into the counts (postgres-counts.ts). */
 const FOLD_EVERY_MS = 1000;
 /** The advisory lock of the history purge, and how long one purge stands for all instances (under the hour: timers drift). */
@@ -60,7 +66,8 @@ export class PgStore implements Store {
     this.sql = new SQL(url, {
       max: opts.max ?? 10,
       connectionTimeout: 10,
-      connection: { statement_timeout: opts.queryBudgetMs ?? 10_000, application_name: "resd" },
+      // Named per process, so that a process can tell which other resd processes use the database.
+      connection: { statement_timeout: opts.queryBudgetMs ?? 10_000, application_name: APPLICATION },
     });
     this.queryBudgetMs = opts.queryBudgetMs ?? 10_000;
     this.memo = new CommitMemo(opts.cacheMaxBytes ?? 64 * 1024 * 1024, () => this.version());
@@ -71,12 +78,23 @@ export class PgStore implements Store {
 
   /** Connects, migrates the internal tables (once, whoever starts at the same time) and listens for commits. */
   static async open(url: string, opts: { cacheMaxBytes?: number; queryBudgetMs?: number; max?: number } = {}): Promise<PgStore> {
-    const store = new PgStore(url, opts);
+    let store: PgStore;
+    try {
+      store = new PgStore(url, opts);
+    } catch (e) {
+      throw new Error(`cannot use the database at ${maskUrl(url)}: ${(e as Error).message} (percent-encode special characters of the user name and password: @ as %40, : as %3A, / as %2F)`);
+    }
     try {
       await store.locked(async (db) => migrateInternal(db));
       store.listening = await store.sql.listen(CHANNEL, (from) => {
-        if (from !== store.instance) store.local++;
-      }, () => store.local++);
+        if (from === store.instance || from === `${SCHEMA_NOTICE}${store.instance}`) return;
+        store.local++;
+        if (from.startsWith(SCHEMA_NOTICE)) for (const fn of store.schemaListeners) fn();
+      }, () => {
+        // Reconnected: notices may have been missed meanwhile.
+        store.local++;
+        for (const fn of store.schemaListeners) fn();
+      });
       // Few deltas keep totals one short lookup; whichever instance gets there first folds them.
       store.folding = setInterval(() => {
         store.raw(foldCounts).catch((e) => console.error("folding the maintained counts failed:", e));
@@ -114,17 +132,25 @@ export class PgStore implements Store {
     return this.local;
   }
 
-  async syncSchema(defs: Iterable<ResourceDef>): Promise<SchemaChange[]> {
+  private readonly schemaListeners = new Set<() => void>();
+  onSchemaChange(fn: () => void): () => void {
+    this.schemaListeners.add(fn);
+    return () => this.schemaListeners.delete(fn);
+  }
+
+  async syncSchema(defs: Iterable<ResourceDef>, opts: { rollback?: boolean } = {}): Promise<SchemaChange[]> {
     const all = [...defs];
     return this.locked(async (db) => {
       const changes: SchemaChange[] = [];
       for (const def of all) {
-        const r = await syncResource(db, def, this.dialect);
+        const r = await syncResource(db, def, this.dialect, opts.rollback ?? false);
         changes.push(...r.changes);
         for (const [name, field] of r.synced.uniqueFields) this.uniqueFields.set(name, field);
         if (r.synced.uniqueFields.size) this.guarded.add(def.name);
         else this.guarded.delete(def.name);
       }
+      // The other instances check their own definitions against what changed.
+      if (changes.some((c) => c.action !== "refused")) await db.unsafe("SELECT pg_notify($1, $2)", [CHANNEL, `${SCHEMA_NOTICE}${this.instance}`]);
       return changes;
     });
   }
@@ -210,9 +236,32 @@ export class PgStore implements Store {
     yield* this.cursor<StoredRecord>(sql, args);
   }
 
+  async otherProcesses(): Promise<string[]> {
+    const rows = await this.query<{ app: string }>(`SELECT DISTINCT application_name AS app FROM pg_stat_activity
+      WHERE datname = current_database() AND application_name LIKE 'resd/%' AND application_name <> ?`, [APPLICATION]);
+    return rows.map((r) => r.app.slice("resd/".length));
+  }
+
   async *allHistory(): AsyncIterable<HistoryEntry> {
     yield* this.cursor<HistoryEntry>(`SELECT ${historyCols()} FROM _resd_history ORDER BY id`, []);
   }
+
+  /** Rows through a cursor inside the transaction open on `db`, a batch at a time. */
+  private async *cursorOn<T>(db: ReservedSQL, sql: string): AsyncIterable<T> {
+    const name = `resd_tx_${++this.cursors}`;
+    await db.unsafe(`DECLARE ${name} NO SCROLL CURSOR FOR ${sql}`);
+    try {
+      for (;;) {
+        const rows = (await db.unsafe(`FETCH ${STREAM_BATCH} FROM ${name}`)) as T[];
+        yield* rows;
+        if (rows.length < STREAM_BATCH) break;
+      }
+    } finally {
+      // The transaction may be failing already: its own error is the one to report.
+      await db.unsafe(`CLOSE ${name}`).catch(() => undefined);
+    }
+  }
+  private cursors = 0;
 
   /** Rows through a cursor on a connection of its own, a batch at a time. */
   private async *cursor<T>(sql: string, args: SqlValue[]): AsyncIterable<T> {
@@ -348,14 +397,15 @@ export class PgStore implements Store {
     }
   }
 
-  /** Maps constraint failures to domain errors; everything else stays an internal error. */
-  private writeError(e: unknown, resource: string, uuid: string): never {
+  /** Maps constraint failures to domain errors; everything else stays an internal error (`named`: with the record it was about). */
+  private writeError(e: unknown, resource: string, uuid: string, named = false): never {
     const err = e as PgError;
     if (err.errno === "23505") {
       if (err.constraint?.endsWith("_uuid_key")) throw new AppError(409, "RESOURCE_EXISTS", `${resource}/${uuid} already exists`);
       const field = err.constraint ? this.uniqueFields.get(err.constraint) : undefined;
       if (field) throw new AppError(422, "INVALID_DATA", "one or more fields are invalid", { errors: { [field]: "this value is already used by another record" } });
     }
+    if (named) throw new Error(`${resource}/${uuid}: ${err.message}`, { cause: e });
     throw e;
   }
 
@@ -422,9 +472,34 @@ export class PgStore implements Store {
         await q(`INSERT INTO _resd_history (resource, uuid, action, at, "user", data, _created) VALUES (?, ?, ?, ?, ?, ?, ?)`,
           [e.resource, e.uuid, e.action, e.at, e.user, e.data, e._created]);
       },
-      clearHistory: async () => {
-        await q("DELETE FROM _resd_history");
+      insertMany: async (resource, recs) => {
+        // One statement per few hundred rows: a copy of a million records is not a million round trips.
+        for (let i = 0; i < recs.length; i += INSERT_BATCH) {
+          const batch = recs.slice(i, i + INSERT_BATCH);
+          const values = batch.map(() => "(?, (?::text)::json, ?, ?, ?, ?)").join(", ");
+          await q("SAVEPOINT batch");
+          try {
+            await q(`INSERT INTO ${t(resource)} (uuid, data, _created, _modified, _created_by, _modified_by) VALUES ${values}`,
+              batch.flatMap((r) => [r.uuid, r.data, r._created, r._modified, r._created_by, r._modified_by]));
+            await q("RELEASE SAVEPOINT batch");
+          } catch (e) {
+            // Name the record that was refused: the batch again, row by row, up to the one that fails.
+            await q("ROLLBACK TO SAVEPOINT batch");
+            for (const r of batch) {
+              try {
+                await q(`INSERT INTO ${t(resource)} (uuid, data, _created, _modified, _created_by, _modified_by) VALUES (?, (?::text)::json, ?, ?, ?, ?)`,
+                  [r.uuid, r.data, r._created, r._modified, r._created_by, r._modified_by]);
+              } catch (one) {
+                this.writeError(one, resource, r.uuid, true);
+              }
+            }
+            throw e;
+          }
+        }
+        touched.add(resource);
       },
+      readAll: (resource) => this.cursorOn<StoredRecord>(db, `SELECT ${PG_COLS} FROM ${t(resource)} ORDER BY id`),
+      readHistory: () => this.cursorOn<HistoryEntry>(db, `SELECT ${historyCols()} FROM _resd_history ORDER BY id`),
       addCreationIfMissing: async (resource, row) => {
         await q(`INSERT INTO _resd_history (resource, uuid, action, at, "user", data, _created)
             SELECT ?, ?, 'create', ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM _resd_history WHERE resource = ? AND uuid = ?)`,

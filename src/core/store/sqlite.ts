@@ -71,6 +71,16 @@ function mapWriteError(e: unknown, resource: string, uuid: string): never {
   throw e;
 }
 
+/** Rows of a statement of its own, finalized however the caller stops reading. */
+async function* rowsOf<T>(db: Database, sql: string): AsyncIterable<T> {
+  const stmt = db.prepare(sql);
+  try {
+    yield* stmt.iterate() as IterableIterator<T>;
+  } finally {
+    stmt.finalize();
+  }
+}
+
 export class SqliteStore implements Store {
   readonly dialect = sqliteDialect;
   readonly jobs = new SqliteJobs(this);
@@ -135,6 +145,11 @@ export class SqliteStore implements Store {
       this.dvAt = now;
     }
     return this.dv;
+  }
+
+  /** One SQLite file belongs to one folder of definitions: no other instance changes its schema. */
+  onSchemaChange(_fn: () => void): () => void {
+    return () => {};
   }
 
   async syncSchema(defs: Iterable<ResourceDef>): Promise<SchemaChange[]> {
@@ -261,6 +276,11 @@ export class SqliteStore implements Store {
   async *stream(resource: string, q: CompiledQuery): AsyncIterable<StoredRecord> {
     const [sql, args] = this.selectSql(resource, q);
     yield* this.rows<StoredRecord>(sql, args);
+  }
+
+  /** One SQLite file has one site's processes, and its pid file names the server: nothing to ask here. */
+  async otherProcesses(): Promise<string[]> {
+    return [];
   }
 
   async *allHistory(): AsyncIterable<HistoryEntry> {
@@ -562,7 +582,7 @@ export class SqliteStore implements Store {
   private txFor(touched: Set<string>, after: (() => void)[]): StoreTx {
     const w = this.writer;
     const t = (r: string) => this.dialect.table(r);
-    return {
+    const tx: StoreTx = {
       get: async (resource, uuid) => this.writeStmtsFor(resource).get.get(uuid) as StoredRecord | null,
       insert: async (resource, rec) => {
         this.markStart(resource);
@@ -612,9 +632,11 @@ export class SqliteStore implements Store {
         (this.historyStmt ??= w.prepare("INSERT INTO _resd_history (resource, uuid, action, at, user, data, _created) VALUES (?, ?, ?, ?, ?, ?, ?)"))
           .run(e.resource, e.uuid, e.action, e.at, e.user, e.data, e._created);
       },
-      clearHistory: async () => {
-        w.query("DELETE FROM _resd_history").run();
+      insertMany: async (resource, recs) => {
+        for (const rec of recs) await tx.insert(resource, rec);
       },
+      readAll: (resource) => rowsOf<StoredRecord>(w, `SELECT ${COLS} FROM ${t(resource)} ORDER BY id`),
+      readHistory: () => rowsOf<HistoryEntry>(w, "SELECT * FROM _resd_history ORDER BY id"),
       addCreationIfMissing: async (resource, row) => {
         (this.creationStmt ??= w.prepare(`INSERT INTO _resd_history (resource, uuid, action, at, user, data, _created)
             SELECT ?1, ?2, 'create', ?3, ?4, ?5, ?6 WHERE NOT EXISTS (SELECT 1 FROM _resd_history WHERE resource = ?1 AND uuid = ?2)`))
@@ -624,5 +646,6 @@ export class SqliteStore implements Store {
       afterCommit: (fn) => after.push(fn),
       enqueueJob: async (job) => insertJob(w, job),
     };
+    return tx;
   }
 }

@@ -57,8 +57,12 @@ export interface StoreTx {
   /** Deletes every record; returns how many, after copying each into history when asked. */
   deleteAll(resource: string, history: { user: string | null; at: number } | null): Promise<number>;
   addHistory(entry: Omit<HistoryEntry, "id">): Promise<void>;
-  /** Removes every history entry of the site (a failed copy into an empty store undoes itself). */
-  clearHistory(): Promise<void>;
+  /** Many new records at once, in order (a whole site copied: resd migrate --to); any refusal fails the whole batch. */
+  insertMany(resource: string, recs: StoredRecord[]): Promise<void>;
+  /** Every record of a resource as this transaction sees it (its own writes included), in order. */
+  readAll(resource: string): AsyncIterable<StoredRecord>;
+  /** Every history entry as this transaction sees it, in order. */
+  readHistory(): AsyncIterable<HistoryEntry>;
   /**
    * Writes the record's "create" entry from `row` (as it is before this change) unless the record
    * has history already: creations are kept lazily, see the record service.
@@ -95,7 +99,13 @@ export type DetachedReads = { kind: "sqlite"; path: string };
 
 export interface Store extends RecordReads {
   readonly dialect: Dialect;
-  syncSchema(defs: Iterable<ResourceDef>): Promise<SchemaChange[]>;
+  /**
+   * Brings tables and indexes in line with the definitions. `rollback`: a definition older than the
+   * stored schema (another instance's) is applied as the newest version instead of being refused.
+   */
+  syncSchema(defs: Iterable<ResourceDef>, opts?: { rollback?: boolean }): Promise<SchemaChange[]>;
+  /** Calls `fn` when another process changed a schema (PostgreSQL instances); returns the unsubscribe. */
+  onSchemaChange(fn: () => void): () => void;
   /** Where a worker thread can read the committed records itself; null when it cannot (an in-memory database). */
   detachedReads(): DetachedReads | null;
   page(resource: string, q: CompiledQuery): Promise<StoredRecord[]>;
@@ -109,6 +119,8 @@ export interface Store extends RecordReads {
   /** Writes of `fn` commit together or not at all; concurrent calls may share one commit (group commit). */
   transaction<T>(fn: (tx: StoreTx) => Promise<T>, opts?: TxOptions): Promise<T>;
   history(resource: string, uuid: string): Promise<HistoryEntry[]>;
+  /** Other resd processes using this database (PostgreSQL: by their connections), as `host/pid`. */
+  otherProcesses(): Promise<string[]>;
   /** Every history entry of the site in order (resd migrate --to copies them). */
   allHistory(): AsyncIterable<HistoryEntry>;
   historyEntry(id: number): Promise<HistoryEntry | null>;
