@@ -59,7 +59,7 @@ fresh_db() {
 stop_all() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   pids=()
-  [ -f "$DATA/nginx.pid" ] && { kill "$(cat "$DATA/nginx.pid")" 2>/dev/null || true; rm -f "$DATA/nginx.pid"; sleep 0.5; }
+  if [ -f "$DATA/nginx.pid" ]; then kill "$(cat "$DATA/nginx.pid")" 2>/dev/null || true; rm -f "$DATA/nginx.pid"; sleep 0.5; fi
 }
 measure() { # label base auth ids
   OPS="read list create" LABEL="$1" bash "$SHARED/http-bench.sh" "$2" "$3" items "$4"

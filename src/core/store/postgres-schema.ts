@@ -74,8 +74,9 @@ function wantedIndexes(def: ResourceDef, d: PgDialect): WantedIndex[] {
     const name = indexName(def.name, `${what}\0${cols.join(",")}${using}`);
     out.push({ name, unique, sql: `CREATE ${unique ? "UNIQUE " : ""}INDEX ${quoteIdent(name)} ON ${table} ${using}(${cols.join(", ")})` });
   };
-  // Unset values sort first in ascending order, as on SQLite; the index is kept in that order.
-  for (const cols of def.indexes) add("index", cols.map((c) => `${d.field(c)} NULLS FIRST`), null);
+  // Unset values sort first in ascending order, as on SQLite; the index is kept in that order. The
+  // row id ends it, as SQLite's rowid ends every index: pages sort by the fields, then by id.
+  for (const cols of def.indexes) add("index", [...cols.map((c) => `${d.field(c)} NULLS FIRST`), "id"], null);
   for (const col of def.unique) {
     // A translated field is unique per language: one index per language value, not the whole object.
     const languages = def.fields[col]?.i18n ? (def.raw.languages ?? []) : [];
