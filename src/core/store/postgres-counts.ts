@@ -24,8 +24,17 @@ export const COUNT_TABLES = `
   CREATE INDEX _resd_count_deltas_key ON _resd_count_deltas (resource, key);
   CREATE TABLE _resd_count_specs (resource TEXT PRIMARY KEY, spec TEXT NOT NULL);`;
 
+/**
+ * Deltas are many short-lived rows: vacuumed as soon as a few hundred are dead, or every total
+ * would read past the dead ones (a bloated delta table made a total cost 45 ms instead of 0.1).
+ */
+export const COUNT_DELTAS_VACUUM = `ALTER TABLE _resd_count_deltas SET (autovacuum_vacuum_threshold = 500,
+  autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_threshold = 500, autovacuum_analyze_scale_factor = 0)`;
+
 /** The advisory lock of folding: one instance at a time. */
 const FOLD_LOCK = 0x72657363;
+/** Deltas folded by one statement (each well inside the statement time budget). */
+export const FOLD_BATCH = 50_000;
 
 /**
  * countKey() of derived.ts joins field and value with U+0000, which PostgreSQL text cannot hold;
@@ -92,16 +101,17 @@ export async function maintainedCount(sql: SQL, resource: string, c: { keys: str
 }
 
 /**
- * Folds the committed deltas into the counts, in one statement (readers see the sum before or
- * after, never half of it). Deltas of transactions still open are not visible yet and stay.
- * Returns the deltas folded; 0 when another instance is folding.
+ * Folds up to FOLD_BATCH committed deltas into the counts, in one statement (readers see the sum
+ * before or after, never half of it). Deltas of transactions still open are not visible yet and
+ * stay. Returns the deltas folded; 0 when another instance is folding or nothing was left.
  */
 export async function foldCounts(db: ReservedSQL): Promise<number> {
   if (!(await db.unsafe("SELECT pg_try_advisory_xact_lock($1) AS ok", [FOLD_LOCK]))[0].ok) return 0;
-  const r = await db.unsafe(`WITH moved AS (DELETE FROM _resd_count_deltas RETURNING resource, key, d),
-      summed AS (SELECT resource, key, sum(d) AS n FROM moved GROUP BY resource, key)
-    INSERT INTO _resd_counts (resource, key, n) SELECT resource, key, n FROM summed
-    ON CONFLICT (resource, key) DO UPDATE SET n = _resd_counts.n + excluded.n
-    RETURNING 1`);
-  return r.count;
+  const r = await db.unsafe(`WITH moved AS (DELETE FROM _resd_count_deltas WHERE id IN (SELECT id FROM _resd_count_deltas ORDER BY id LIMIT ${FOLD_BATCH})
+        RETURNING resource, key, d),
+      summed AS (SELECT resource, key, sum(d) AS n FROM moved GROUP BY resource, key),
+      added AS (INSERT INTO _resd_counts (resource, key, n) SELECT resource, key, n FROM summed
+        ON CONFLICT (resource, key) DO UPDATE SET n = _resd_counts.n + excluded.n RETURNING 1)
+    SELECT (SELECT count(*) FROM moved)::int AS moved, (SELECT count(*) FROM added)::int AS added`);
+  return (r[0] as { moved: number }).moved;
 }

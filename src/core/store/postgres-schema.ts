@@ -8,7 +8,7 @@ import { searchFields } from "../definitions/derived";
 import { quoteIdent } from "./dialect";
 import { searchTextSql, type PgDialect } from "./postgres-dialect";
 import type { SchemaChange } from "./types";
-import { COUNT_TABLES, syncCounts } from "./postgres-counts";
+import { COUNT_DELTAS_VACUUM, COUNT_TABLES, syncCounts } from "./postgres-counts";
 
 /** The advisory lock key of schema changes ("resd" in ASCII). */
 export const SCHEMA_LOCK = 0x72657364;
@@ -50,6 +50,7 @@ const MIGRATIONS: string[] = [
    INSERT INTO _resd_schema_versions (resource, version, hash, at) SELECT resource, version, hash, updated FROM _resd_schema;
    CREATE TABLE _resd_meta (key TEXT PRIMARY KEY, value BIGINT NOT NULL);`,
   COUNT_TABLES,
+  COUNT_DELTAS_VACUUM,
 ];
 
 export async function migrateInternal(db: ReservedSQL): Promise<void> {

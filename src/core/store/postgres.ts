@@ -38,8 +38,11 @@ const SCHEMA_NOTICE = "schema:";
 const TX_ATTEMPTS = 3;
 
 const APPLICATION = `resd/${hostname()}/${process.pid}`.slice(0, 63);
-/** How often committed count deltas are folded into the counts (postgres-counts.ts). */
+/** How often committed count deltas are folded into the counts (postgres-counts.ts), and how much at most at a time. */
 const FOLD_EVERY_MS = 1000;
+const FOLD_ROUNDS = 40;
+/** Folded rows after which the delta table is vacuumed at once. */
+const FOLD_VACUUM_AFTER = 20_000;
 /** The advisory lock of the history purge, and how long one purge stands for all instances (under the hour: timers drift). */
 const PURGE_LOCK = 0x72657370;
 const PURGE_EVERY_MS = 55 * 60 * 1000;
@@ -96,9 +99,7 @@ export class PgStore implements Store {
         for (const fn of store.schemaListeners) fn();
       });
       // Few deltas keep totals one short lookup; whichever instance gets there first folds them.
-      store.folding = setInterval(() => {
-        store.raw(foldCounts).catch((e) => console.error("folding the maintained counts failed:", e));
-      }, FOLD_EVERY_MS);
+      store.folding = setInterval(() => void store.fold(), FOLD_EVERY_MS);
       store.folding.unref();
     } catch (e) {
       await store.sql.close().catch(() => {});
@@ -124,6 +125,29 @@ export class PgStore implements Store {
       throw e;
     } finally {
       db.release();
+    }
+  }
+
+  private foldRunning = false;
+  /**
+   * Folds the counts' deltas a batch per transaction until few are left (a large import leaves a
+   * million), then has the emptied delta table vacuumed if many rows died (autovacuum may be late).
+   */
+  private async fold(): Promise<void> {
+    if (this.foldRunning) return;
+    this.foldRunning = true;
+    try {
+      let folded = 0;
+      for (let i = 0; i < FOLD_ROUNDS; i++) {
+        const n = await this.raw(foldCounts);
+        folded += n;
+        if (n === 0) break;
+      }
+      if (folded >= FOLD_VACUUM_AFTER) await this.sql.unsafe("VACUUM _resd_count_deltas");
+    } catch (e) {
+      console.error("folding the maintained counts failed:", e);
+    } finally {
+      this.foldRunning = false;
     }
   }
 
@@ -332,6 +356,8 @@ export class PgStore implements Store {
 
   async close(): Promise<void> {
     if (this.folding) clearInterval(this.folding);
+    // What this process wrote (an import, a migrate --to) is folded before it leaves.
+    await this.fold();
     await this.listening?.unlisten().catch(() => {});
     await this.sql.close({ timeout: 5 });
   }
