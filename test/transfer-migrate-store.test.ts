@@ -208,31 +208,31 @@ describe("resd migrate --to: targets that are not empty, and copies that fail, c
     rmSync(dir, { recursive: true, force: true });
   });
 
-  test("a record the target cannot hold is named; nothing of the copy stays (records, history, jobs)", async () => {
+  /** Writes one note straight into a fresh site's SQLite file (what the API would not let in) and copies the site. */
+  async function copyWithRawNote(uuid: string, data: unknown, time: number) {
     const target = newDb();
     const dir = await smallSite();
     const db = new Database(join(dir, "data", "resd.db"));
-    db.query(`INSERT INTO "r:notes" (uuid, data, _created, _modified) VALUES ('bad-one', ?, 1, 1)`).run(JSON.stringify({ title: { en: "nul \u0000" } }));
+    db.query(`INSERT INTO "r:notes" (uuid, data, _created, _modified) VALUES (?, ?, ?, ?)`).run(uuid, JSON.stringify(data), time, time);
     db.close();
     const r = await cli(dir, ["migrate", "--to", target]);
+    rmSync(dir, { recursive: true, force: true });
+    return { r, target };
+  }
+
+  test("a record the target cannot hold is named; nothing of the copy stays (records, history, jobs)", async () => {
+    const { r, target } = await copyWithRawNote("bad-one", { title: { en: "nul \u0000" } }, 1);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("notes/bad-one");
     for (const t of ["r:notes", "r:users", "_resd_history", "_resd_jobs"]) expect(psql(target, `SELECT count(*) FROM "${t}"`)).toBe("0");
-    rmSync(dir, { recursive: true, force: true });
   });
 
   test("a copy that does not read back the same is rolled back before it commits", async () => {
-    const target = newDb();
-    const dir = await smallSite();
-    const db = new Database(join(dir, "data", "resd.db"));
     // A time PostgreSQL stores as a whole number: the copy differs from the source.
-    db.query(`INSERT INTO "r:notes" (uuid, data, _created, _modified) VALUES ('odd-time', ?, 1795000000.5, 1795000000.5)`).run(JSON.stringify({ title: { en: "odd" } }));
-    db.close();
-    const r = await cli(dir, ["migrate", "--to", target]);
+    const { r, target } = await copyWithRawNote("odd-time", { title: { en: "odd" } }, 1795000000.5);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("does not read back the same (notes: the records differ)");
     for (const t of ["r:notes", "r:users", "r:roles", "_resd_history", "_resd_jobs"]) expect(psql(target, `SELECT count(*) FROM "${t}"`)).toBe("0");
-    rmSync(dir, { recursive: true, force: true });
   });
 
   test("refused while another resd process (another folder, another host) uses the source database", async () => {

@@ -83,7 +83,6 @@ export async function openSite(config: Config, opts: { ensureSecret?: boolean; r
   const refused = new Map<string, string>();
   /** Takes out of `into` what the sync refused, and notes why. */
   const keepServed = (into: Map<string, ResourceDef>, changes: SchemaChange[]) => {
-    for (const name of into.keys()) refused.delete(name);
     for (const c of changes) {
       if (c.action !== "refused") continue;
       into.delete(c.resource);

@@ -92,6 +92,9 @@ function wantedIndexes(def: ResourceDef, d: PgDialect): WantedIndex[] {
 /** What the store needs to know of a synced resource: which unique index guards which field. */
 export type SyncedResource = { uniqueFields: Map<string, string> };
 
+/** A resource's row of `_resd_schema`: its current version and the digest of that definition. */
+type StoredSchema = { version: number; hash: string };
+
 /** A digest of the definition as written: the same file on every instance gives the same one. */
 const definitionHash = (def: ResourceDef) => Bun.hash(JSON.stringify(def.raw)).toString(16);
 
@@ -100,8 +103,7 @@ const definitionHash = (def: ResourceDef) => Bun.hash(JSON.stringify(def.raw)).t
  * schema's earlier versions): this one must not undo that (drop its indexes, serve a field that is
  * gone). Returns the refusal, or null when this definition is the stored one or a new one.
  */
-async function olderThanStored(db: ReservedSQL, def: ResourceDef, hash: string): Promise<SchemaChange | null> {
-  const row = (await db.unsafe("SELECT version, hash FROM _resd_schema WHERE resource = $1", [def.name]))[0] as { version: number; hash: string } | undefined;
+async function olderThanStored(db: ReservedSQL, def: ResourceDef, hash: string, row: StoredSchema | undefined): Promise<SchemaChange | null> {
   if (!row || row.hash === hash) return null;
   const mine = (await db.unsafe("SELECT max(version) AS v FROM _resd_schema_versions WHERE resource = $1 AND hash = $2", [def.name, hash]))[0] as { v: number | null };
   if (mine.v === null) return null;
@@ -115,7 +117,8 @@ async function olderThanStored(db: ReservedSQL, def: ResourceDef, hash: string):
 
 export async function syncResource(db: ReservedSQL, def: ResourceDef, d: PgDialect, rollback: boolean): Promise<{ changes: SchemaChange[]; synced: SyncedResource }> {
   const hash = definitionHash(def);
-  const refused = await olderThanStored(db, def, hash);
+  const row = (await db.unsafe("SELECT version, hash FROM _resd_schema WHERE resource = $1", [def.name]))[0] as StoredSchema | undefined;
+  const refused = await olderThanStored(db, def, hash, row);
   if (refused && !rollback) return { changes: [refused], synced: { uniqueFields: new Map() } };
   const changes: SchemaChange[] = [];
   const table = d.table(def.name);
@@ -146,7 +149,6 @@ export async function syncResource(db: ReservedSQL, def: ResourceDef, d: PgDiale
     }
     changes.push({ resource: def.name, action: "index-added", detail: w.unique ? `unique:${w.unique}` : w.sql.includes("gin_trgm_ops") ? `search index over ${searchFields(def).join(", ")}` : w.name });
   }
-  const row = (await db.unsafe("SELECT version, hash FROM _resd_schema WHERE resource = $1", [def.name]))[0] as { version: number; hash: string } | undefined;
   if (!row || row.hash !== hash) {
     const version = (row?.version ?? 0) + 1;
     await db.unsafe(`INSERT INTO _resd_schema (resource, version, hash, updated) VALUES ($1, $2, $3, $4)

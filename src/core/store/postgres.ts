@@ -16,7 +16,7 @@ import { numbered, PgDialect } from "./postgres-dialect";
 import { migrateInternal, SCHEMA_LOCK, syncResource } from "./postgres-schema";
 import { PgJobs, insertPgJob } from "./postgres-jobs";
 import { PgAccessStore } from "./access-postgres";
-import { foldCounts, maintainedCount } from "./postgres-counts";
+import { FOLD_BATCH, foldCounts, maintainedCount } from "./postgres-counts";
 import type { AccessStore, CompiledQuery, DetachedReads, HistoryEntry, SchemaChange, SqlValue, Store, StoreTx, StoredRecord, TxOptions } from "./types";
 
 /** The stored columns of a record, as the rest of resd reads them (int8 comes back as text otherwise). */
@@ -149,7 +149,7 @@ export class PgStore implements Store {
       for (let i = 0; i < FOLD_ROUNDS; i++) {
         const n = await this.raw(foldCounts);
         folded += n;
-        if (n === 0) break;
+        if (n < FOLD_BATCH) break; // nothing left, or another instance is folding
       }
       if (folded >= FOLD_VACUUM_AFTER) await this.sql.unsafe("VACUUM _resd_count_deltas");
     } catch (e) {
