@@ -5,7 +5,7 @@
 import { badRequest } from "../errors";
 import { isSystemField, type FieldDef, type ResourceDef } from "../definitions/types";
 import { countedFields, countKey, isCompound, searchFields } from "../definitions/derived";
-import type { CompiledQuery, Dialect, SqlValue } from "../store/types";
+import type { CompiledQuery, Dialect, SortKey, SqlValue } from "../store/types";
 import type { FilterCond, ListQuery, SortEntry } from "./parse";
 
 export { isCompound };
@@ -59,14 +59,15 @@ function compileCondition(d: Dialect, def: ResourceDef, c: FilterCond, args: Sql
   return c.negate ? d.not(any) : any;
 }
 
-function compileSort(d: Dialect, def: ResourceDef, s: SortEntry): string {
+/** A sort entry as a key of the page's order and as its ORDER BY term. */
+function compileSort(d: Dialect, def: ResourceDef, s: SortEntry): { key: SortKey; sql: string } {
   const f = resolveField(def, s.field, "sort");
   // A translated field sorts by the resource's first language.
   const lang = f?.i18n ? def.raw.languages?.[0] : undefined;
   let expr = lang ? d.fieldKey(s.field, lang) : column(d, s.field, f);
   if (s.flag === "numeric" && f && f.type !== "number") expr = d.numeric(expr);
   if (s.flag === "text") expr = d.text(expr);
-  return f ? d.order(expr, s.desc) : `${expr} ${s.desc ? "DESC" : "ASC"}`;
+  return { key: { expr, desc: s.desc }, sql: f ? d.order(expr, s.desc) : `${expr} ${s.desc ? "DESC" : "ASC"}` };
 }
 
 const likeEscape = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
@@ -115,14 +116,16 @@ export function compileList(d: Dialect, def: ResourceDef, q: ListQuery): Compile
     } else conds.push(compileSearchScan(d, def, q.search, args));
   }
   const sort = q.sort.length ? q.sort : defaultSort(def);
-  const order = sort.map((s) => compileSort(d, def, s));
+  const terms = sort.map((s) => compileSort(d, def, s));
   // The row id breaks ties so that pages never overlap or skip; same direction keeps indexes usable.
-  const last = sort[sort.length - 1];
-  order.push(`id ${last?.desc ? "DESC" : "ASC"}`);
+  const idDesc = sort[sort.length - 1]?.desc ?? false;
+  terms.push({ key: { expr: "id", desc: idDesc }, sql: `id ${idDesc ? "DESC" : "ASC"}` });
+  const order = terms.map((t) => t.sql);
   return {
     where: conds.length ? `WHERE ${conds.join(" AND ")}` : "",
     args,
     orderBy: `ORDER BY ${order.join(", ")}`,
+    order: terms.map((t) => t.key),
     limit: q.limit,
     offset: q.offset,
     search,

@@ -3,13 +3,16 @@
  * (a 12 KB search must not be held once per cached answer), and the oldest-used entries go once
  * the estimated size of keys and values passes the budget.
  */
+import type { SortKey, SqlValue } from "./types";
+
 const ENTRY_OVERHEAD = 160;
 
 export class BoundedMemo {
   private readonly entries = new Map<string, { value: unknown; bytes: number }>();
   private used = 0;
 
-  constructor(readonly maxBytes: number) {}
+  /** `onDrop` hears of every key that leaves (evicted, deleted or cleared), never of a replaced value. */
+  constructor(readonly maxBytes: number, private readonly onDrop: (key: string) => void = () => {}) {}
 
   /** The digest that stands for a query's text in the memo. */
   static key(...parts: string[]): string {
@@ -40,12 +43,37 @@ export class BoundedMemo {
       if (this.used + bytes <= this.maxBytes) break;
       this.entries.delete(k);
       this.used -= e.bytes;
+      this.onDrop(k);
     }
     this.entries.set(key, { value, bytes });
     this.used += bytes;
   }
 
+  has(key: string): boolean {
+    return this.entries.has(key);
+  }
+
+  /** The value without counting it as a use. */
+  peek(key: string): unknown {
+    return this.entries.get(key)?.value;
+  }
+
+  /** A new value for a kept key, same size estimate (a revised total). */
+  replace(key: string, value: unknown): void {
+    const e = this.entries.get(key);
+    if (e) e.value = value;
+  }
+
+  delete(key: string): void {
+    const e = this.entries.get(key);
+    if (!e) return;
+    this.entries.delete(key);
+    this.used -= e.bytes;
+    this.onDrop(key);
+  }
+
   clear(): void {
+    for (const k of this.entries.keys()) this.onDrop(k);
     this.entries.clear();
     this.used = 0;
   }
@@ -60,43 +88,166 @@ export class BoundedMemo {
   }
 }
 
-/** Answers valid until anything commits: when `version()` changes, every answer goes at once. */
+/**
+ * What an answer depends on, so that a commit of this process drops only what it may have changed:
+ * - `any`: anything of the resource (dropped whenever it is written);
+ * - `rows`: a page of the resource's records (see reviseAnswers: kept across inserts that leave it
+ *   as it was);
+ * - `count`: a total of the resource's records (inserts add their matches to it).
+ * Pages and totals of one filter share a `filter` group: a commit looks at each group once.
+ * An answer without a tag is dropped at every commit.
+ */
+export type MemoTag =
+  | { kind: "any"; resource: string }
+  | { kind: "rows"; resource: string; filter: FilterTag; order?: SortKey[]; orderKey: string; offset: number; limit: number }
+  | { kind: "count"; resource: string; filter: FilterTag };
+
+/**
+ * A filter as SQL, and as plain equalities of fields to values when it is only that (then a new
+ * row is judged without asking SQLite). `key` names the group.
+ */
+export type FilterTag = { key: string; where: string; args: SqlValue[]; equalities: { field: string; value: SqlValue }[] | null; bytes: number };
+
+/** The remembered answers of one filter: their keys, and each one's tag and value. */
+export type FilterGroup = { filter: FilterTag; keys: Set<string> };
+export type Remembered = { tag: MemoTag; value: unknown };
+
+/** What a commit of this process wrote to one resource: rows above `newAbove` only, or anything. */
+export type ResourceWrite = { newAbove: number } | "rewritten";
+
+/** A commit's verdict on one answer it changed: drop it, or keep this value instead (others stay as they are). */
+export type Revision = "drop" | { value: unknown };
+
+export type Reviser = (resource: string, newAbove: number, groups: FilterGroup[], get: (key: string) => Remembered) => Map<string, Revision>;
+
+/**
+ * Answers valid until anything commits. A commit of another process or connection (`version()`
+ * changes) drops every answer; a commit of this process (`committed`) drops the untagged ones and
+ * lets a reviser judge the tagged ones of each resource it wrote.
+ */
 export class CommitMemo {
   private readonly memo: BoundedMemo;
   private memoVersion = -1;
+  /** Bumped by every commit of this process: an answer computed across one is not kept. */
+  private epoch = 0;
+  private readonly tags = new Map<string, MemoTag>();
+  /** Per resource: answers tagged `any`, and the groups of pages and totals by filter. */
+  private readonly anyOf = new Map<string, Set<string>>();
+  private readonly groupsOf = new Map<string, Map<string, FilterGroup>>();
+  /** Kept answers without a tag: every commit drops them. */
+  private readonly untagged = new Set<string>();
   /** Misses being computed, shared by requests that ask the same meanwhile. */
-  private readonly inflight = new Map<string, { version: number; value: Promise<unknown> }>();
+  private readonly inflight = new Map<string, { version: number; epoch: number; value: Promise<unknown> }>();
 
   constructor(maxBytes: number, private readonly version: () => number) {
-    this.memo = new BoundedMemo(maxBytes);
+    this.memo = new BoundedMemo(maxBytes, (key) => this.untag(key));
+  }
+
+  private untag(key: string): void {
+    this.untagged.delete(key);
+    const tag = this.tags.get(key);
+    if (!tag) return;
+    this.tags.delete(key);
+    if (tag.kind === "any") {
+      this.anyOf.get(tag.resource)?.delete(key);
+      return;
+    }
+    const groups = this.groupsOf.get(tag.resource);
+    const g = groups?.get(tag.filter.key);
+    g?.keys.delete(key);
+    if (g?.keys.size === 0) groups!.delete(tag.filter.key);
+  }
+
+  private tag(key: string, tag: MemoTag | undefined): void {
+    if (!tag) {
+      this.untagged.add(key);
+      return;
+    }
+    this.tags.set(key, tag);
+    if (tag.kind === "any") {
+      let keys = this.anyOf.get(tag.resource);
+      if (!keys) this.anyOf.set(tag.resource, (keys = new Set()));
+      keys.add(key);
+      return;
+    }
+    let groups = this.groupsOf.get(tag.resource);
+    if (!groups) this.groupsOf.set(tag.resource, (groups = new Map()));
+    let g = groups.get(tag.filter.key);
+    if (!g) groups.set(tag.filter.key, (g = { filter: tag.filter, keys: new Set() }));
+    g.keys.add(key);
+  }
+
+  private clear(): void {
+    this.memo.clear();
+    this.inflight.clear();
+    this.tags.clear();
+    this.anyOf.clear();
+    this.groupsOf.clear();
+    this.untagged.clear();
   }
 
   /**
    * A memo of one answer, computed on a miss (once, however many ask meanwhile); `size` estimates
-   * the bytes it holds, or null when it is not worth keeping. Every answer is dropped once anything
-   * commits, and an answer computed across a commit is not kept.
+   * the bytes it holds, or null when it is not worth keeping; `tagOf` says what it depends on. An
+   * answer computed across a commit is not kept.
    */
-  async remember<T>(key: string, compute: () => Promise<T>, size: (v: T) => number | null = () => 16): Promise<T> {
+  async remember<T>(key: string, compute: () => Promise<T>, size: (v: T) => number | null = () => 16, tagOf?: () => MemoTag): Promise<T> {
     const version = this.version();
     if (version !== this.memoVersion) {
-      this.memo.clear();
-      this.inflight.clear();
+      this.clear();
       this.memoVersion = version;
     }
     const hit = this.memo.get<T>(key);
     if (hit !== undefined) return hit;
+    const epoch = this.epoch;
     const running = this.inflight.get(key);
-    if (running && running.version === version) return running.value as Promise<T>;
+    if (running && running.version === version && running.epoch === epoch) return running.value as Promise<T>;
     const value = compute();
-    this.inflight.set(key, { version, value });
+    this.inflight.set(key, { version, epoch, value });
     try {
       const v = await value;
       const bytes = size(v);
-      if (bytes !== null && this.version() === version && this.memoVersion === version) this.memo.set(key, v, bytes);
+      if (bytes !== null && this.epoch === epoch && this.version() === version && this.memoVersion === version) {
+        const tag = tagOf?.();
+        // A tag holds its filter's text: it counts towards the budget like the answer.
+        this.memo.set(key, v, bytes + (tag && tag.kind !== "any" ? tag.filter.bytes : 0));
+        if (this.memo.has(key)) this.tag(key, tag);
+      }
       return v;
     } finally {
       if (this.inflight.get(key)?.value === value) this.inflight.delete(key);
     }
+  }
+
+  /**
+   * A commit of this process: untagged answers go, answers of resources it did not write stay, and
+   * `revise` judges the pages and totals of each resource that only gained rows. Runs right after
+   * the commit, before any writer hears of it, so nobody reads an answer from before their own write.
+   */
+  committed(writes: Map<string, ResourceWrite>, revise: Reviser): void {
+    this.epoch++;
+    this.inflight.clear();
+    for (const key of [...this.untagged]) this.memo.delete(key);
+    for (const [resource, w] of writes) {
+      for (const key of [...(this.anyOf.get(resource) ?? [])]) this.memo.delete(key);
+      const groups = this.groupsOf.get(resource);
+      if (!groups?.size) continue;
+      if (w === "rewritten") {
+        for (const g of [...groups.values()]) for (const key of [...g.keys]) this.memo.delete(key);
+        continue;
+      }
+      const verdicts = revise(resource, w.newAbove, [...groups.values()], (key) => ({ tag: this.tags.get(key)!, value: this.memo.peek(key) }));
+      for (const [key, verdict] of verdicts) {
+        if (verdict === "drop") this.memo.delete(key);
+        else this.memo.replace(key, verdict.value);
+      }
+    }
+  }
+
+  /** Drops every answer (a schema change: the SQL of every answer may mean something else now). */
+  dropAll(): void {
+    this.epoch++;
+    this.clear();
   }
 
   /** Estimated bytes held now. */

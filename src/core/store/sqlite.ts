@@ -18,7 +18,8 @@ import { Checkpointer, FALLBACK_AUTOCHECKPOINT_PAGES } from "./checkpointer";
 import { countCaptureSql, flushCounts, flushSearchIndex, migrateInternal, searchTable, syncResource } from "./sqlite-schema";
 import { SqliteJobs, insertJob } from "./sqlite-jobs";
 import { SqliteAccessStore } from "./access-sqlite";
-import { BoundedMemo, CommitMemo } from "./memo";
+import { BoundedMemo, CommitMemo, type FilterTag, type MemoTag, type ResourceWrite } from "./memo";
+import { equalitiesOf, reviseAnswers } from "./sqlite-revise";
 import { ReadPool } from "./read-pool";
 import { COLS, SqliteReads } from "./sqlite-reads";
 import type { AccessStore, CompiledQuery, DetachedReads, HistoryEntry, SchemaChange, SqlValue, Store, StoreTx, StoredRecord, TxOptions } from "./types";
@@ -46,10 +47,18 @@ function trigrams(term: string): string[] {
   for (let i = 0; i + 3 <= chars.length; i++) out.push(chars.slice(i, i + 3).join(""));
   return out;
 }
+/** A page walking an index in order runs in place when it reads at most this many rows. */
+const BOUNDED_ROWS = 1000;
 /** From this offset on, a page first finds its row ids, then reads only those rows. */
 const DEEP_OFFSET = 1000;
 /** Estimated bytes of a cached row beyond its JSON text (uuid, times, object). */
 const ROW_OVERHEAD = 240;
+
+/** What a page or total depends on: its filter (see CommitMemo and reviseAnswers). */
+function filterTag(q: Pick<CompiledQuery, "where" | "args">): FilterTag {
+  const args = JSON.stringify(q.args);
+  return { key: BoundedMemo.key(q.where, args), where: q.where, args: q.args, equalities: equalitiesOf(q.where, q.args), bytes: (q.where.length + args.length) * 2 };
+}
 
 type Job = { fn: (tx: StoreTx) => Promise<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void; alone: boolean };
 type Settled = { job: Job; ok: boolean; value: unknown; after: (() => void)[] };
@@ -91,6 +100,7 @@ export class SqliteStore implements Store {
   private readonly writer: Database;
   private readonly reader: Database;
   private readonly reads: SqliteReads;
+  private readonly writerReads: SqliteReads;
   private queue: Job[] = [];
   private draining = false;
   /** Answers valid until anything commits (here or in another process), all dropped together then. */
@@ -128,15 +138,28 @@ export class SqliteStore implements Store {
     this.reader = new Database(path, { readonly: true, strict: true });
     configure(this.reader, 5000, 64);
     this.reads = new SqliteReads(this.reader, this.dialect);
-    this.versionStmt = this.reader.query("PRAGMA data_version");
+    this.writerReads = new SqliteReads(this.writer, this.dialect);
+    // The writer's data_version moves only when another connection commits (another process):
+    // this process's own commits revise the memo themselves (see runBatch).
+    this.versionStmt = this.writer.query("PRAGMA data_version");
+  }
+
+  /**
+   * The connection for a short read on the event loop: the writer while no transaction is open on
+   * it (it then holds nothing uncommitted), else the reader. Every commit of another connection
+   * empties a connection's page cache, so the reader re-reads from the file after each of the
+   * writer's commits (a page of 20 cost ~210 µs instead of ~50 µs under writes); the writer's own
+   * commits leave its cache warm.
+   */
+  private warm(): Database {
+    return this.writer.inTransaction ? this.reader : this.writer;
   }
 
   private dv = 0;
   private dvAt = -Infinity;
   /**
-   * Changes whenever any other connection (our writer, another process) commits. Asking SQLite costs
-   * a read transaction (~2 µs), so the answer is reused for 1 ms; our own commits reset it at once,
-   * so only another process's write can go unseen, and for at most a millisecond.
+   * Changes whenever another process commits. Asking SQLite costs ~2 µs, so the answer is reused
+   * for 1 ms: another process's write can go unseen for at most a millisecond.
    */
   version(): number {
     const now = performance.now();
@@ -155,11 +178,16 @@ export class SqliteStore implements Store {
   async syncSchema(defs: Iterable<ResourceDef>): Promise<SchemaChange[]> {
     const all = [...defs];
     this.captureStmts.clear();
-    return this.transaction(async () => all.flatMap((d) => syncResource(this.writer, d, this.dialect)));
+    try {
+      return await this.transaction(async () => all.flatMap((d) => syncResource(this.writer, d, this.dialect)));
+    } finally {
+      this.memo.dropAll();
+      this.plans.clear();
+    }
   }
 
   async get(resource: string, uuid: string): Promise<StoredRecord | null> {
-    return this.reads.get(resource, uuid);
+    return (this.writer.inTransaction ? this.reads : this.writerReads).get(resource, uuid);
   }
 
   detachedReads(): DetachedReads | null {
@@ -191,9 +219,12 @@ export class SqliteStore implements Store {
     // through every match to find that out).
     if (q.counted && q.offset > 0 && this.countedReady(resource) && this.maintainedCount(resource, q.counted) <= q.offset) return [];
     const [sql, args] = this.selectSql(resource, await this.planSearch(q));
+    // A search page depends on the search index too: it goes with any write of the resource.
+    const tag = (): MemoTag => q.search || q.limit === null ? { kind: "any", resource }
+      : { kind: "rows", resource, filter: filterTag(q), order: q.order, orderKey: JSON.stringify(q.order ?? null), offset: q.offset, limit: q.limit };
     return this.remember(BoundedMemo.key("page", sql, JSON.stringify(args)),
-      () => this.readAll<StoredRecord>(sql, args, q.small),
-      (rows) => (rows.length <= PAGE_CACHE_ROWS ? rows.reduce((n, r) => n + r.data.length * 2 + ROW_OVERHEAD, 0) : null));
+      () => this.readAll<StoredRecord>(sql, args, q.small || this.bounded(sql, args, q)),
+      (rows) => (rows.length <= PAGE_CACHE_ROWS ? rows.reduce((n, r) => n + r.data.length * 2 + ROW_OVERHEAD, 0) : null), tag);
   }
 
   /**
@@ -225,11 +256,41 @@ export class SqliteStore implements Store {
     const rare = known.length > 0 && known[0].docs <= RARE_TRIGRAM;
     const ids = await this.remember(BoundedMemo.key("candidates", resource, match),
       async () => (await this.readAll<{ id: number }>(`SELECT rowid AS id FROM ${searchTable(resource)} WHERE ${searchTable(resource)} MATCH ?`, [match], rare)).map((r) => r.id),
-      (v) => v.length * 16);
+      (v) => v.length * 16, () => ({ kind: "any", resource }));
     // Most records match: a page is read in order faster than sorting every candidate.
     if (ids.length > COMMON_TERM && q.limit !== null && q.offset < COMMON_TERM) return asScan;
     const rest = scan.where.replace(/^WHERE /, "");
     return { ...q, where: `WHERE id IN (SELECT value FROM json_each(?)) AND ${rest}`, args: [JSON.stringify(ids), ...scan.args], search: undefined, small: ids.length <= FEW_CANDIDATES };
+  }
+
+  /** Verdicts of `bounded` per page SQL (a handful of shapes per resource; emptied if it grows). */
+  private readonly plans = new Map<string, boolean>();
+  /**
+   * A page whose plan walks one index in order, stopping after offset + limit rows that all match:
+   * at most BOUNDED_ROWS rows, tens of microseconds on a warm cache, cheaper in place than a hop to
+   * a worker and back. Only filters of plain equalities qualify, and only when the index answers
+   * every one of them (any other condition could make the walk skip rows without bound).
+   */
+  private bounded(sql: string, args: SqlValue[], q: CompiledQuery): boolean {
+    if (q.limit === null || q.offset + q.limit > BOUNDED_ROWS || q.search) return false;
+    const conds = q.where ? q.where.replace(/^WHERE /, "").split(" AND ") : [];
+    if (!conds.every((c) => /^json_extract\(data, '\$\."[A-Za-z0-9_]+"'\) = \?$/.test(c))) return false;
+    let ok = this.plans.get(sql);
+    if (ok === undefined) {
+      // prepare + finalize: a statement kept by query() held its read snapshot open (stale reads).
+      const stmt = this.reader.prepare(`EXPLAIN QUERY PLAN ${sql}`);
+      try {
+        const steps = (stmt.all(...(args as never[])) as { detail: string }[]).map((r) => r.detail);
+        const search = steps.length === 1 ? /^SEARCH \S+ USING (?:COVERING )?INDEX \S+ \((.*)\)$/.exec(steps[0]) : null;
+        ok = conds.length === 0 ? steps.length === 1 && /^SCAN \S+( USING (COVERING )?INDEX \S+)?$/.test(steps[0])
+          : search !== null && search[1].split(" AND ").length === conds.length && !/[<>]/.test(search[1].replaceAll("<expr>", ""));
+      } finally {
+        stmt.finalize();
+      }
+      if (this.plans.size > 1000) this.plans.clear();
+      this.plans.set(sql, ok);
+    }
+    return ok;
   }
 
   /** Records whose search text holds a trigram (at most MAX_CANDIDATES + 1); kept a while (it only steers). */
@@ -242,7 +303,7 @@ export class SqliteStore implements Store {
     // for a rare trigram, 3 ms for one in every record), where the index's vocabulary table scanned
     // all its terms for each lookup (19 ms on 1M records).
     const fts = searchTable(resource);
-    const docs = (this.reader.query(`SELECT count(*) AS n FROM (SELECT 1 FROM ${fts} WHERE ${fts} MATCH ? LIMIT ?)`).get(`"${gram.replace(/"/g, '""')}"`, MAX_CANDIDATES + 1) as { n: number }).n;
+    const docs = (this.warm().query(`SELECT count(*) AS n FROM (SELECT 1 FROM ${fts} WHERE ${fts} MATCH ? LIMIT ?)`).get(`"${gram.replace(/"/g, '""')}"`, MAX_CANDIDATES + 1) as { n: number }).n;
     if (this.gramCache.size > 10_000) this.gramCache.clear();
     this.gramCache.set(key, { docs, at: performance.now() });
     return docs;
@@ -256,16 +317,16 @@ export class SqliteStore implements Store {
 
   private async readAll<T>(sql: string, args: SqlValue[], small = false): Promise<T[]> {
     const pool = small ? null : this.readPool();
-    return pool ? pool.all<T>(sql, args) : (this.reader.query(sql).all(...(args as never[])) as T[]);
+    return pool ? pool.all<T>(sql, args) : (this.warm().query(sql).all(...(args as never[])) as T[]);
   }
 
   private async readGet<T>(sql: string, args: SqlValue[], small = false): Promise<T | null> {
     const pool = small ? null : this.readPool();
-    return pool ? pool.get<T>(sql, args) : ((this.reader.query(sql).get(...(args as never[])) as T | null) ?? null);
+    return pool ? pool.get<T>(sql, args) : ((this.warm().query(sql).get(...(args as never[])) as T | null) ?? null);
   }
 
-  private remember<T>(key: string, compute: () => Promise<T>, size?: (v: T) => number | null): Promise<T> {
-    return this.memo.remember(key, compute, size);
+  private remember<T>(key: string, compute: () => Promise<T>, size?: (v: T) => number | null, tag?: () => MemoTag): Promise<T> {
+    return this.memo.remember(key, compute, size, tag);
   }
 
   /** Estimated bytes the memo of answers holds now. */
@@ -306,25 +367,29 @@ export class SqliteStore implements Store {
   async count(resource: string, q: Pick<CompiledQuery, "where" | "args" | "counted" | "search" | "small">): Promise<number> {
     // A total kept by the write transaction is one lookup, exact under any write load.
     if (q.counted && this.countedReady(resource)) return this.maintainedCount(resource, q.counted);
+    // A total of a search depends on the search index too: it goes with any write of the resource.
+    const asked = q;
+    const tag = (): MemoTag => (asked.search ? { kind: "any", resource } : { kind: "count", resource, filter: filterTag(asked) });
     if (q.search) q = await this.planSearch({ ...q, orderBy: "", limit: null, offset: 0 });
-    // Any other total over a large match costs milliseconds: counted off the event loop and cached
-    // until anything commits.
+    // Any other total over a large match costs milliseconds: counted off the event loop and kept
+    // until a write changes it (creates add their matches to it).
     return this.remember(BoundedMemo.key("count", resource, q.where, JSON.stringify(q.args)),
-      async () => (await this.readGet<{ n: number }>(`SELECT count(*) AS n FROM ${this.dialect.table(resource)} ${q.where}`, q.args, q.small))!.n);
+      async () => (await this.readGet<{ n: number }>(`SELECT count(*) AS n FROM ${this.dialect.table(resource)} ${q.where}`, q.args, q.small))!.n,
+      undefined, tag);
   }
 
   /** Resources whose maintained counts exist (the schema sync records them in _resd_derived). */
   private readonly countsReady = new Set<string>();
   private countedReady(resource: string): boolean {
     if (this.countsReady.has(resource)) return true;
-    const ok = this.reader.query("SELECT 1 FROM _resd_derived WHERE resource = ? AND kind = 'counts'").get(resource) !== null;
+    const ok = this.warm().query("SELECT 1 FROM _resd_derived WHERE resource = ? AND kind = 'counts'").get(resource) !== null;
     if (ok) this.countsReady.add(resource);
     return ok;
   }
 
   private maintainedCount(resource: string, c: { keys: string[]; negate: boolean }): number {
     const keys = c.negate ? ["", ...c.keys] : c.keys;
-    const rows = this.reader.query(`SELECT key, n FROM _resd_counts WHERE resource = ? AND key IN (${keys.map(() => "?").join(", ")})`)
+    const rows = this.warm().query(`SELECT key, n FROM _resd_counts WHERE resource = ? AND key IN (${keys.map(() => "?").join(", ")})`)
       .all(resource, ...keys) as { key: string; n: number }[];
     const sum = rows.filter((r) => r.key !== "").reduce((a, r) => a + r.n, 0);
     return c.negate ? (rows.find((r) => r.key === "")?.n ?? 0) - sum : sum;
@@ -341,7 +406,8 @@ export class SqliteStore implements Store {
   async lastChange(resource: string): Promise<number> {
     // A resource name is short and bounded: no digest needed (two lookups on every request).
     return this.remember(`change\u0000${resource}`,
-      async () => (this.reader.query("SELECT changed_ms FROM _resd_changes WHERE resource = ?").get(resource) as { changed_ms: number } | null)?.changed_ms ?? 0);
+      async () => (this.warm().query("SELECT changed_ms FROM _resd_changes WHERE resource = ?").get(resource) as { changed_ms: number } | null)?.changed_ms ?? 0,
+      undefined, () => ({ kind: "any", resource }));
   }
 
   async history(resource: string, uuid: string): Promise<HistoryEntry[]> {
@@ -474,12 +540,13 @@ export class SqliteStore implements Store {
       }
       flushSearchIndex(this.writer, this.dialect, this.written, this.idsBefore);
       flushCounts(this.writer, this.dialect, this.written, this.idsBefore, this.before);
+      const writes = this.writesOf(touched);
       this.forgetWrites();
       const now = Date.now();
       const mark = this.writer.query("INSERT INTO _resd_changes (resource, changed_ms) VALUES (?, ?) ON CONFLICT(resource) DO UPDATE SET changed_ms = max(changed_ms + 1, excluded.changed_ms)");
       for (const r of touched) mark.run(r, now);
       this.writer.exec("COMMIT");
-      this.dvAt = -Infinity;
+      this.memo.committed(writes, (resource, newAbove, groups, get) => reviseAnswers(this.writer, this.dialect.table(resource), newAbove, groups, get));
     } catch (e) {
       // The commit or the savepoint machinery itself failed (I/O, disk full): nothing of the batch
       // stays, every request hears of it, and the writer is left outside any transaction.
@@ -526,6 +593,17 @@ export class SqliteStore implements Store {
     if (ids === null) return;
     if (!ids) this.written.set(resource, (ids = new Set()));
     if (Number(id) <= this.idsBefore.get(resource)!) ids.add(Number(id));
+  }
+
+  /** Per resource written in the open transaction: only rows added (above which id), or more. */
+  private writesOf(touched: Set<string>): Map<string, ResourceWrite> {
+    const out = new Map<string, ResourceWrite>();
+    for (const r of touched) {
+      const ids = this.written.get(r);
+      const above = this.idsBefore.get(r);
+      out.set(r, ids && ids.size === 0 && above !== undefined ? { newAbove: above } : "rewritten");
+    }
+    return out;
   }
 
   /** What the open transaction noted for its derived data (search index, counts): nothing yet. */

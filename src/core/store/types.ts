@@ -17,10 +17,15 @@ export type StoredRecord = {
 };
 
 /** A list query after compilation: SQL fragments from the dialect, with their bound values. */
+/** One key of a list's order: an SQL expression over the row and its direction. */
+export type SortKey = { expr: string; desc: boolean };
+
 export type CompiledQuery = {
   where: string; // "" or "WHERE ..."
   args: SqlValue[];
   orderBy: string; // "" or "ORDER BY ..."
+  /** The keys of orderBy, each an expression over the row (the last is the row id). */
+  order?: SortKey[];
   limit: number | null;
   offset: number;
   /**
