@@ -133,3 +133,58 @@ test("order by text compares as SQLite does (UTF-8 bytes), and newest-first page
   expect(await titles(newestFirst)).toEqual(["\uFFFD", "🍎"]);
   await store.close();
 });
+
+test("an empty page (limit=0 or past the end) takes the next matching record; a create never fails for a cached answer", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "resd-revise-"));
+  dirs.push(dir);
+  const store = new SqliteStore(join(dir, "resd.db"));
+  await store.syncSchema([def]);
+  const add = (title: string) => store.transaction(async (tx) => tx.insert("items", { ...record(0), data: JSON.stringify({ title }) }));
+  await add("a");
+  const none = compileList(store.dialect, def, parseListParams({ sort: "title", limit: "0" }));
+  const beyond = compileList(store.dialect, def, parseListParams({ sort: "title", limit: "5", offset: "1" }));
+  const negated = compileList(store.dialect, def, parseListParams({ sort: "title", limit: "1", filter: "title:!zz" }));
+  expect(await store.page("items", none)).toEqual([]);
+  expect(await store.page("items", beyond)).toEqual([]);
+  expect(await store.count("items", negated)).toBe(1);
+  // Revising is not allowed to fail (it would drop every answer and say so on stderr).
+  const complaints: unknown[] = [];
+  const spoken = console.error;
+  console.error = (...m: unknown[]) => void complaints.push(m);
+  try {
+    await add("b");
+    await add("c");
+  } finally {
+    console.error = spoken;
+  }
+  expect(complaints).toEqual([]);
+  expect((await store.page("items", beyond)).map((r) => JSON.parse(r.data).title)).toEqual(["b", "c"]);
+  expect(await store.count("items", negated)).toBe(3);
+  await store.close();
+});
+
+test("past the work a commit may spend on them, cached filters are dropped, never left stale", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "resd-revise-"));
+  dirs.push(dir);
+  const path = join(dir, "resd.db");
+  const store = new SqliteStore(path);
+  await store.syncSchema([def]);
+  const fresh = new SqliteStore(path, { cacheMaxBytes: 0, readWorkers: 0 });
+  await store.transaction(async (tx) => { for (let i = 0; i < 30; i++) await tx.insert("items", record(i)); });
+  // 60 filters SQLite must judge (negations), each with a page in insertion order and a total.
+  const qs = Array.from({ length: 60 }, (_, i) => compileList(store.dialect, def, parseListParams({ filter: `title:!x${i}`, limit: "5" })));
+  for (const q of qs) {
+    await store.page("items", q);
+    await store.count("items", q);
+  }
+  const held = store.memoBytes();
+  await store.transaction(async (tx) => tx.insert("items", record(99)));
+  expect(store.memoBytes()).toBeGreaterThan(0);
+  expect(store.memoBytes()).toBeLessThan(held);
+  for (const q of qs) {
+    expect((await store.page("items", q)).map((r) => r.uuid)).toEqual((await fresh.page("items", q)).map((r) => r.uuid));
+    expect(await store.count("items", q)).toBe(await fresh.count("items", q));
+  }
+  await fresh.close();
+  await store.close();
+});

@@ -18,6 +18,13 @@ import type { SortKey, SqlValue, StoredRecord } from "./types";
 
 /** More new rows than this (an import) are not worth checking answer by answer: they all go. */
 const MAX_NEW_ROWS = 1000;
+/**
+ * Work one commit may spend judging filters (new rows × filters judged here, and filters asked of
+ * SQLite); past it, the answers of the remaining filters are dropped unjudged. Without a bound,
+ * thousands of cached filters made every create hold the event loop for up to seconds.
+ */
+const MAX_CHECKS = 20_000;
+const MAX_SQL_FILTERS = 16;
 
 const condition = (where: string) => (where ? `(${where.replace(/^WHERE /, "")})` : "1");
 
@@ -128,8 +135,13 @@ export function reviseAnswers(db: Database, table: string, newAbove: number, gro
   // NOT INDEXED: the new rows by their row ids, never a walk of some index of the filter (30 ms on 1M).
   const fresh: Fresh[] = (db.query(`SELECT id, ${COLS} FROM ${table} NOT INDEXED WHERE id > ?`).all(newAbove) as (StoredRecord & { id: number })[])
     .map((r) => ({ id: r.id, data: JSON.parse(r.data) as Record<string, unknown>, row: r }));
+  const budget = { checks: MAX_CHECKS, queries: MAX_SQL_FILTERS };
   for (const { filter, keys } of groups) {
-    const matched = matches(db, table, newAbove, filter, fresh);
+    const matched = matches(db, table, newAbove, filter, fresh, budget);
+    if (matched === null) {
+      for (const key of keys) out.set(key, "drop");
+      continue;
+    }
     if (!matched.length) continue;
     const pages: Page[] = [];
     for (const key of keys) {
@@ -138,7 +150,8 @@ export function reviseAnswers(db: Database, table: string, newAbove: number, gro
       else if (tag.kind !== "rows") out.set(key, "drop");
       else {
         const rows = value as StoredRecord[];
-        if (rows.length < tag.limit || !tag.order) out.set(key, "drop");
+        // Not full (the end of the list, `limit=0` included): a match may join it.
+        if (rows.length === 0 || rows.length < tag.limit || !tag.order) out.set(key, "drop");
         else pages.push({ key, order: tag.order, orderKey: tag.orderKey, end: tag.offset + tag.limit, last: rows[rows.length - 1] });
       }
     }
@@ -148,8 +161,10 @@ export function reviseAnswers(db: Database, table: string, newAbove: number, gro
   return out;
 }
 
-/** Ids of the new rows the filter matches. */
-function matches(db: Database, table: string, newAbove: number, filter: FilterTag, fresh: Fresh[]): number[] {
+/** Ids of the new rows the filter matches, or null once the commit's budget is spent. */
+function matches(db: Database, table: string, newAbove: number, filter: FilterTag, fresh: Fresh[], budget: { checks: number; queries: number }): number[] | null {
+  budget.checks -= fresh.length * Math.max(1, filter.equalities?.length ?? 1);
+  if (budget.checks < 0) return null;
   if (filter.equalities) {
     const ids: number[] = [];
     let judged = true;
@@ -164,6 +179,7 @@ function matches(db: Database, table: string, newAbove: number, filter: FilterTa
     }
     if (judged) return ids;
   }
+  if (--budget.queries < 0) return null;
   return (db.query(`SELECT id FROM ${table} NOT INDEXED WHERE id > ? AND ${condition(filter.where)}`).all(newAbove, ...(filter.args as never[])) as { id: number }[]).map((r) => r.id);
 }
 

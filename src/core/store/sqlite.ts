@@ -525,6 +525,7 @@ export class SqliteStore implements Store {
     }
     const done: Settled[] = [];
     const touched = new Set<string>();
+    let writes = new Map<string, ResourceWrite>();
     this.forgetWrites();
     // A job alone needs no savepoint: its failure rolls back the transaction, which holds nothing
     // else. A savepoint makes SQLite copy every page it first changes (a large import's updates ran
@@ -540,13 +541,12 @@ export class SqliteStore implements Store {
       }
       flushSearchIndex(this.writer, this.dialect, this.written, this.idsBefore);
       flushCounts(this.writer, this.dialect, this.written, this.idsBefore, this.before);
-      const writes = this.writesOf(touched);
+      writes = this.writesOf(touched);
       this.forgetWrites();
       const now = Date.now();
       const mark = this.writer.query("INSERT INTO _resd_changes (resource, changed_ms) VALUES (?, ?) ON CONFLICT(resource) DO UPDATE SET changed_ms = max(changed_ms + 1, excluded.changed_ms)");
       for (const r of touched) mark.run(r, now);
       this.writer.exec("COMMIT");
-      this.memo.committed(writes, (resource, newAbove, groups, get) => reviseAnswers(this.writer, this.dialect.table(resource), newAbove, groups, get));
     } catch (e) {
       // The commit or the savepoint machinery itself failed (I/O, disk full): nothing of the batch
       // stays, every request hears of it, and the writer is left outside any transaction.
@@ -557,6 +557,7 @@ export class SqliteStore implements Store {
       batch.slice(done.length).forEach((j) => j.reject(failure));
       return;
     }
+    this.revise(writes);
     for (const d of done) {
       if (d.ok) d.job.resolve(d.value);
       else d.job.reject(d.value);
@@ -593,6 +594,19 @@ export class SqliteStore implements Store {
     if (ids === null) return;
     if (!ids) this.written.set(resource, (ids = new Set()));
     if (Number(id) <= this.idsBefore.get(resource)!) ids.add(Number(id));
+  }
+
+  /**
+   * The memo after a commit of ours (see CommitMemo.committed). The write is done: should revising
+   * fail, every answer goes (always correct) and the write still succeeds.
+   */
+  private revise(writes: Map<string, ResourceWrite>): void {
+    try {
+      this.memo.committed(writes, (resource, newAbove, groups, get) => reviseAnswers(this.writer, this.dialect.table(resource), newAbove, groups, get));
+    } catch (e) {
+      this.memo.dropAll();
+      console.error(`resd: cached answers dropped after a commit (revising them failed): ${(e as Error).stack ?? e}`);
+    }
   }
 
   /** Per resource written in the open transaction: only rows added (above which id), or more. */
