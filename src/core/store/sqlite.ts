@@ -103,7 +103,7 @@ export class SqliteStore implements Store {
   private readonly writerReads: SqliteReads;
   private queue: Job[] = [];
   private draining = false;
-  /** Answers valid until anything commits (here or in another process), all dropped together then. */
+  /** Cached answers: revised by our own commits, all dropped by another process's (see CommitMemo). */
   private readonly memo: CommitMemo;
   private readonly versionStmt: Statement;
 
@@ -211,7 +211,7 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Pages are cached like totals, until anything commits: a popular page (a site's front list) is
+   * Pages are cached like totals, until a write can change them: a popular page (a site's front list) is
    * then one lookup. Rows are shared between answers, so callers never change them.
    */
   async page(resource: string, q: CompiledQuery): Promise<StoredRecord[]> {
