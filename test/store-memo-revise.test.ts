@@ -41,6 +41,19 @@ function record(i: number): StoredRecord {
   return { uuid: crypto.randomUUID(), data: JSON.stringify(data), _created: 1000 + i, _modified: 1000 + i, _created_by: null, _modified_by: null };
 }
 
+/** A store of `def` in a folder of its own, with its database path. */
+async function openStore(): Promise<{ store: SqliteStore; path: string }> {
+  const dir = mkdtempSync(join(tmpdir(), "resd-revise-"));
+  dirs.push(dir);
+  const path = join(dir, "resd.db");
+  const store = new SqliteStore(path);
+  await store.syncSchema([def]);
+  return { store, path };
+}
+
+/** Creates a record holding only a title, in a commit of its own. */
+const addTitled = (store: SqliteStore, title: string) => store.transaction(async (tx) => tx.insert("items", { ...record(0), data: JSON.stringify({ title }) }));
+
 const sorts = ["", "year", "year|desc", "title|text|asc", "title|text|desc", "title", "rank|desc", "rank,year|desc", "_created|desc", "status,title"];
 const filters = ["", "status:new", "status:!new", "year:1992", "title:Apple", "status:done,year:1991", "rank:", "rank:!", "tags:b", "status:open||done,year:!1990"];
 // Several slices of each list, of different sizes: a new record reaches some of them and not others.
@@ -48,11 +61,7 @@ const queries = sorts.flatMap((sort) => filters.flatMap((filter) =>
   ["0", "3", "9", "40"].map((offset) => ({ sort, filter, offset, limit: pick(["3", "7", "12"]) }))));
 
 test("pages and totals remembered across inserts, updates and deletes equal a fresh read after every commit", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "resd-revise-"));
-  dirs.push(dir);
-  const path = join(dir, "resd.db");
-  const store = new SqliteStore(path);
-  await store.syncSchema([def]);
+  const { store, path } = await openStore();
   const fresh = new SqliteStore(path, { cacheMaxBytes: 0, readWorkers: 0 });
   let n = 0;
   await store.transaction(async (tx) => { for (let i = 0; i < 60; i++) await tx.insert("items", record(n++)); });
@@ -94,11 +103,7 @@ test("pages and totals remembered across inserts, updates and deletes equal a fr
 }, 60_000);
 
 test("a write of another process still drops every answer", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "resd-revise-"));
-  dirs.push(dir);
-  const path = join(dir, "resd.db");
-  const store = new SqliteStore(path);
-  await store.syncSchema([def]);
+  const { store, path } = await openStore();
   await store.transaction(async (tx) => { for (let i = 0; i < 10; i++) await tx.insert("items", record(i)); });
   const q = compileList(store.dialect, def, parseListParams({ sort: "year|desc", limit: "3" }));
   const first = await store.page("items", q);
@@ -116,11 +121,8 @@ test("a write of another process still drops every answer", async () => {
 });
 
 test("order by text compares as SQLite does (UTF-8 bytes), and newest-first pages take every new record", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "resd-revise-"));
-  dirs.push(dir);
-  const store = new SqliteStore(join(dir, "resd.db"));
-  await store.syncSchema([def]);
-  const add = (title: string) => store.transaction(async (tx) => tx.insert("items", { ...record(0), data: JSON.stringify({ title }) }));
+  const { store } = await openStore();
+  const add = (title: string) => addTitled(store, title);
   for (const t of ["a", "b", "🍎"]) await add(t);
   const byTitle = compileList(store.dialect, def, parseListParams({ sort: "title", limit: "3" }));
   const newestFirst = { where: "", args: [], orderBy: "ORDER BY id DESC", order: [{ expr: "id", desc: true }], limit: 2, offset: 0 };
@@ -135,11 +137,8 @@ test("order by text compares as SQLite does (UTF-8 bytes), and newest-first page
 });
 
 test("an empty page (limit=0 or past the end) takes the next matching record; a create never fails for a cached answer", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "resd-revise-"));
-  dirs.push(dir);
-  const store = new SqliteStore(join(dir, "resd.db"));
-  await store.syncSchema([def]);
-  const add = (title: string) => store.transaction(async (tx) => tx.insert("items", { ...record(0), data: JSON.stringify({ title }) }));
+  const { store } = await openStore();
+  const add = (title: string) => addTitled(store, title);
   await add("a");
   const none = compileList(store.dialect, def, parseListParams({ sort: "title", limit: "0" }));
   const beyond = compileList(store.dialect, def, parseListParams({ sort: "title", limit: "5", offset: "1" }));
@@ -164,11 +163,7 @@ test("an empty page (limit=0 or past the end) takes the next matching record; a 
 });
 
 test("past the work a commit may spend on them, cached filters are dropped, never left stale", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "resd-revise-"));
-  dirs.push(dir);
-  const path = join(dir, "resd.db");
-  const store = new SqliteStore(path);
-  await store.syncSchema([def]);
+  const { store, path } = await openStore();
   const fresh = new SqliteStore(path, { cacheMaxBytes: 0, readWorkers: 0 });
   await store.transaction(async (tx) => { for (let i = 0; i < 30; i++) await tx.insert("items", record(i)); });
   // 60 filters SQLite must judge (negations), each with a page in insertion order and a total.

@@ -130,7 +130,7 @@ export type Revision = "drop" | { value: unknown };
 export type Reviser = (resource: string, newAbove: number, groups: FilterGroup[], get: (key: string) => Remembered) => Map<string, Revision>;
 
 /**
- * Answers valid until anything commits. A commit of another process or connection (`version()`
+ * Cached answers and what they depend on. A commit of another process or connection (`version()`
  * changes) drops every answer; a commit of this process (`committed`) drops the untagged ones and
  * lets a reviser judge the tagged ones of each resource it wrote.
  */

@@ -8,7 +8,8 @@
  *   judged on the new rows' values here (as SQLite compares them); any other filter asks SQLite.
  * - A total gains the new rows that match its filter.
  * - A page that is not full takes any match. A full page stays when every matching new row sorts
- *   after its last row (compared in SQL, with the order's own expressions and collations).
+ *   after its last row (compared here for plain keys, else in SQL with the order's own expressions
+ *   and collations).
  * Anything in doubt is dropped: many new rows at once, a last row not found.
  */
 import type { Database, Statement } from "bun:sqlite";
@@ -28,22 +29,31 @@ const MAX_SQL_FILTERS = 16;
 
 const condition = (where: string) => (where ? `(${where.replace(/^WHERE /, "")})` : "1");
 
+/** A field's value as the dialect writes it (`json_extract(data, '$."field"')`): the field's name, or null. */
+const FIELD = /^json_extract\(data, '\$\."([A-Za-z0-9_]+)"'\)$/;
+const fieldOf = (expr: string) => FIELD.exec(expr)?.[1] ?? null;
+
 /**
- * The filter as plain equalities of fields to values, if it is only that: conditions written by
- * compileCondition as `json_extract(data, '$."field"') = ?`, one value each.
+ * The fields of a filter made only of plain equalities (`json_extract(data, '$."field"') = ?`, as
+ * compileCondition writes them, one value each), in order; null for any other filter.
  */
-export function equalitiesOf(where: string, args: SqlValue[]): FilterTag["equalities"] {
+export function equalityFields(where: string): string[] | null {
   if (!where) return [];
-  const conds = where.replace(/^WHERE /, "").split(" AND ");
-  if (conds.length !== args.length) return null;
-  const out: { field: string; value: SqlValue }[] = [];
-  for (let i = 0; i < conds.length; i++) {
-    const m = /^json_extract\(data, '\$\."([A-Za-z0-9_]+)"'\) = \?$/.exec(conds[i]);
-    const value = args[i];
-    if (!m || !(typeof value === "string" || (typeof value === "number" && Number.isSafeInteger(value)))) return null;
-    out.push({ field: m[1], value });
+  const fields: string[] = [];
+  for (const cond of where.replace(/^WHERE /, "").split(" AND ")) {
+    const field = cond.endsWith(" = ?") ? fieldOf(cond.slice(0, -4)) : null;
+    if (field === null) return null;
+    fields.push(field);
   }
-  return out;
+  return fields;
+}
+
+/** The filter as plain equalities of fields to values JavaScript compares as SQLite does, if it is only that. */
+export function equalitiesOf(where: string, args: SqlValue[]): FilterTag["equalities"] {
+  const fields = equalityFields(where);
+  if (!fields || fields.length !== args.length) return null;
+  const plainValue = (v: SqlValue) => typeof v === "string" || (typeof v === "number" && Number.isSafeInteger(v));
+  return args.every(plainValue) ? fields.map((field, i) => ({ field, value: args[i] })) : null;
 }
 
 /**
@@ -97,13 +107,12 @@ function compare(a: Plain, b: Plain): number {
   return a! < b! ? -1 : a! > b! ? 1 : 0;
 }
 
-const FIELD = /^json_extract\(data, '\$\."([A-Za-z0-9_]+)"'\)$/;
 const COLUMN = /^(_created|_modified|_created_by|_modified_by)$/;
 
 /** The value of one sort key of a row, or UNKNOWN when only SQLite can say (collations, casts, translations). */
 function keyOf(expr: string, data: Record<string, unknown>, row: StoredRecord): Plain | typeof UNKNOWN {
-  const f = FIELD.exec(expr);
-  if (f) return plain(data[f[1]]);
+  const f = fieldOf(expr);
+  if (f !== null) return plain(data[f]);
   if (COLUMN.test(expr)) return plain(row[expr as keyof StoredRecord]);
   return UNKNOWN;
 }
@@ -126,15 +135,15 @@ function newSortsNoLater(order: SortKey[], fresh: Fresh, last: StoredRecord, las
 
 export function reviseAnswers(db: Database, table: string, newAbove: number, groups: FilterGroup[], get: (key: string) => Remembered): Map<string, Revision> {
   const out = new Map<string, Revision>();
-  const newest = (db.query(`SELECT max(id) AS m FROM ${table}`).get() as { m: number | null }).m ?? 0;
-  if (newest <= newAbove) return out;
-  if (newest - newAbove > MAX_NEW_ROWS) {
+  // NOT INDEXED: the new rows by their row ids, never a walk of some index of the filter (30 ms on 1M).
+  const added = db.query(`SELECT id, ${COLS} FROM ${table} NOT INDEXED WHERE id > ? LIMIT ?`).all(newAbove, MAX_NEW_ROWS + 1) as (StoredRecord & { id: number })[];
+  if (!added.length) return out;
+  if (added.length > MAX_NEW_ROWS) {
     for (const g of groups) for (const key of g.keys) out.set(key, "drop");
     return out;
   }
-  // NOT INDEXED: the new rows by their row ids, never a walk of some index of the filter (30 ms on 1M).
-  const fresh: Fresh[] = (db.query(`SELECT id, ${COLS} FROM ${table} NOT INDEXED WHERE id > ?`).all(newAbove) as (StoredRecord & { id: number })[])
-    .map((r) => ({ id: r.id, data: JSON.parse(r.data) as Record<string, unknown>, row: r }));
+  const fresh: Fresh[] = added.map((r) => ({ id: r.id, data: JSON.parse(r.data) as Record<string, unknown>, row: r }));
+  const byId = new Map(fresh.map((f) => [f.id, f]));
   const budget = { checks: MAX_CHECKS, queries: MAX_SQL_FILTERS };
   for (const { filter, keys } of groups) {
     const matched = matches(db, table, newAbove, filter, fresh, budget);
@@ -155,7 +164,6 @@ export function reviseAnswers(db: Database, table: string, newAbove: number, gro
         else pages.push({ key, order: tag.order, orderKey: tag.orderKey, end: tag.offset + tag.limit, last: rows[rows.length - 1] });
       }
     }
-    const byId = new Map(fresh.map((f) => [f.id, f]));
     for (const [key, verdict] of reached(db, table, matched.map((id) => byId.get(id)!), pages)) out.set(key, verdict);
   }
   return out;

@@ -19,7 +19,7 @@ import { countCaptureSql, flushCounts, flushSearchIndex, migrateInternal, search
 import { SqliteJobs, insertJob } from "./sqlite-jobs";
 import { SqliteAccessStore } from "./access-sqlite";
 import { BoundedMemo, CommitMemo, type FilterTag, type MemoTag, type ResourceWrite } from "./memo";
-import { equalitiesOf, reviseAnswers } from "./sqlite-revise";
+import { equalitiesOf, equalityFields, reviseAnswers } from "./sqlite-revise";
 import { ReadPool } from "./read-pool";
 import { COLS, SqliteReads } from "./sqlite-reads";
 import type { AccessStore, CompiledQuery, DetachedReads, HistoryEntry, SchemaChange, SqlValue, Store, StoreTx, StoredRecord, TxOptions } from "./types";
@@ -273,8 +273,8 @@ export class SqliteStore implements Store {
    */
   private bounded(sql: string, args: SqlValue[], q: CompiledQuery): boolean {
     if (q.limit === null || q.offset + q.limit > BOUNDED_ROWS || q.search) return false;
-    const conds = q.where ? q.where.replace(/^WHERE /, "").split(" AND ") : [];
-    if (!conds.every((c) => /^json_extract\(data, '\$\."[A-Za-z0-9_]+"'\) = \?$/.test(c))) return false;
+    const conds = equalityFields(q.where);
+    if (!conds) return false;
     let ok = this.plans.get(sql);
     if (ok === undefined) {
       // prepare + finalize: a statement kept by query() held its read snapshot open (stale reads).

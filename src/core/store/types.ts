@@ -16,10 +16,10 @@ export type StoredRecord = {
   _modified_by: string | null;
 };
 
-/** A list query after compilation: SQL fragments from the dialect, with their bound values. */
 /** One key of a list's order: an SQL expression over the row and its direction. */
 export type SortKey = { expr: string; desc: boolean };
 
+/** A list query after compilation: SQL fragments from the dialect, with their bound values. */
 export type CompiledQuery = {
   where: string; // "" or "WHERE ..."
   args: SqlValue[];
