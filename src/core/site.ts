@@ -51,6 +51,8 @@ export type Site = {
   refused: Map<string, string>;
   /** The definition of a resource served by the generic API, or 404 (503 when refused). */
   resource(name: string): ResourceDef;
+  /** The same, or null where `resource` would throw. */
+  served(name: string): ResourceDef | null;
   /**
    * Re-reads DIR/resources and syncs tables and indexes. All or nothing: an invalid file throws and
    * the definitions in force stay as they were.
@@ -106,6 +108,10 @@ export async function openSite(config: Config, opts: { ensureSecret?: boolean; r
       if (!def || def.internal) throw notFound(`resource "${name}" does not exist`);
       return def;
     },
+    served(name) {
+      const def = defs.get(name);
+      return def && !def.internal && !refused.has(name) ? def : null;
+    },
     async reload() {
       const fresh = loadDefinitions(cfg.dir);
       const changes = await store.syncSchema(fresh.values());
@@ -138,7 +144,7 @@ export async function openSite(config: Config, opts: { ensureSecret?: boolean; r
 export function openStore(cfg: Config): Promise<Store> {
   const cache = { cacheMaxBytes: cfg.cacheMaxBytes, queryBudgetMs: cfg.queryTimeout };
   if (cfg.databaseUrl) return PgStore.open(cfg.databaseUrl, cache);
-  return Promise.resolve(new SqliteStore(join(cfg.dir, "data", "resd.db"), { ...cache, readWorkers: cfg.readWorkers }));
+  return Promise.resolve(new SqliteStore(join(cfg.dir, "data", "resd.db"), { ...cache, readWorkers: cfg.readWorkers, mmapSize: cfg.mmapSize }));
 }
 
 /** Opens a site from a directory with every other setting from the environment and defaults. */

@@ -4,7 +4,7 @@
  * cannot act with a signed-in user's cookie.
  */
 import type { Principal } from "../core/access/permissions";
-import { tokenPrincipal } from "../core/access/tokens";
+import { knownTokenPrincipal, tokenPrincipal } from "../core/access/tokens";
 import { anonymousPrincipal } from "../core/access/anonymous";
 import { SESSION_COOKIE, sessionPrincipal } from "../core/access/sessions";
 import type { Site } from "../core/site";
@@ -58,10 +58,12 @@ export function sameOrigin(request: Request): boolean {
 
 export const crossOriginRefused = () => new AppError(403, "ACCESS_DENIED", "a request authenticated by the session cookie must come from this site's own pages (Origin)");
 
+const BEARER = /^Bearer\s+(\S+)$/i;
+
 export async function authenticate(site: Site, request: Request): Promise<Principal> {
   const header = request.headers.get("authorization");
   if (header) {
-    const m = /^Bearer\s+(\S+)$/i.exec(header);
+    const m = BEARER.exec(header);
     if (!m) throw unauthorized("the Authorization header must be `Bearer <token>`");
     return tokenPrincipal(site, m[1]);
   }
@@ -74,4 +76,18 @@ export async function authenticate(site: Site, request: Request): Promise<Princi
     }
   }
   return anonymousPrincipal(site);
+}
+
+/**
+ * The caller when that is known without waiting: a bearer token checked before (and nothing it
+ * depends on changed since), or an anonymous visitor who sends no session cookie. Null otherwise:
+ * `authenticate` decides, with its errors.
+ */
+export function knownPrincipal(site: Site, request: Request): Principal | null {
+  const header = request.headers.get("authorization");
+  if (header) {
+    const m = BEARER.exec(header);
+    return m ? knownTokenPrincipal(site, m[1]) : null;
+  }
+  return cookieValue(request, SESSION_COOKIE) ? null : anonymousPrincipal(site);
 }

@@ -25,11 +25,12 @@ export type Ctx = {
 /** Per-request facts the request log reads after the answer (see logging). */
 export const requestInfo = new WeakMap<Request, { id: string; user: string }>();
 
-export function makeCtx(site: Site, request: Request): Ctx {
-  let p: Promise<Principal> | null = null;
+/** `known`: the caller, when already worked out (see knownPrincipal). */
+export function makeCtx(site: Site, request: Request, known?: Principal): Ctx {
+  let p: Promise<Principal> | null = known ? Promise.resolve(known) : null;
   let u: URL | null = null;
   const requestId = request.headers.get("x-request-id")?.slice(0, 64) || crypto.randomUUID();
-  const info = { id: requestId, user: "anonymous" };
+  const info = { id: requestId, user: known ? (known.email ?? known.kind) : "anonymous" };
   requestInfo.set(request, info);
   return {
     site,
@@ -49,14 +50,15 @@ export function makeCtx(site: Site, request: Request): Ctx {
 export async function handle(site: Site, request: Request, fn: (c: Ctx) => Promise<Response> | Response): Promise<Response> {
   const c = makeCtx(site, request);
   try {
-    const res = await fn(c);
-    res.headers.set("x-request-id", c.requestId);
-    return res;
+    return withRequestId(await fn(c), c.requestId);
   } catch (e) {
-    const res = errorResponse(e, c.t0, c.requestId);
-    res.headers.set("x-request-id", c.requestId);
-    return res;
+    return withRequestId(errorResponse(e, c.t0, c.requestId), c.requestId);
   }
+}
+
+export function withRequestId(res: Response, id: string): Response {
+  res.headers.set("x-request-id", id);
+  return res;
 }
 
 /**

@@ -11,7 +11,9 @@ export function parseOrigins(raw: string): Set<string> | "*" {
   return new Set(raw.split(",").map((s) => s.trim().replace(/\/+$/, "")).filter(Boolean));
 }
 
-export function withCors(originsSetting: string, fetch: (r: Request) => Promise<Response>): (r: Request) => Promise<Response> {
+type Answer = (r: Request) => Response | Promise<Response>;
+
+export function withCors(originsSetting: string, fetch: Answer): Answer {
   const origins = parseOrigins(originsSetting);
   if (origins !== "*" && origins.size === 0) return fetch;
   const allowed = (o: string | null): o is string => !!o && (origins === "*" || origins.has(o));

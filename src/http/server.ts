@@ -6,7 +6,7 @@ import type { Server } from "bun";
 import type { Site } from "../core/site";
 import { HISTORY_WINDOW_MS } from "../core/site";
 import { createApp, type App } from "./app";
-import { readOneRoute } from "./records";
+import { readOneNow, readOneRoute } from "./records";
 import { requestInfo } from "./context";
 import { errorResponse } from "./errors";
 import { flushLogs, logEvent, logRequest, resolveLogFormat, setLogFormat } from "./logging";
@@ -37,23 +37,30 @@ const bodyCap = (maxUpload: number) => Math.max(128 * 1024 * 1024, maxUpload + 1
  * request target is normalised first, so the router, permissions and the log see one path.
  */
 function logged(answer: (request: Request, incoming: Request) => Response | Promise<Response>) {
-  return async (incoming: Request): Promise<Response> => {
+  return (incoming: Request): Response | Promise<Response> => {
     const t0 = performance.now();
     let request = incoming;
-    let res: Response;
+    let res: Response | Promise<Response>;
     try {
       request = normalizeTarget(incoming);
-      res = await answer(request, incoming);
+      res = answer(request, incoming);
     } catch (e) {
-      // Elysia answers its own errors; this only catches what escaped it. Logged once, in errorResponse.
-      res = errorResponse(e, t0, crypto.randomUUID());
+      res = failed(e, t0);
     }
-    const info = requestInfo.get(request);
-    const id = info?.id ?? res.headers.get("x-request-id") ?? "-";
-    // Duration is until the answer's headers are ready; a streamed body may flow on after it.
-    logRequest(request.method, request.url, res.status, performance.now() - t0, info?.user ?? "anonymous", id);
-    return res;
+    // An answer ready at once is sent without a promise in between (GET of one record, usually).
+    return res instanceof Response ? log(request, res, t0) : res.then((r) => log(request, r, t0), (e) => log(request, failed(e, t0), t0));
   };
+}
+
+// Elysia answers its own errors; this only catches what escaped it. Logged once, in errorResponse.
+const failed = (e: unknown, t0: number) => errorResponse(e, t0, crypto.randomUUID());
+
+function log(request: Request, res: Response, t0: number): Response {
+  const info = requestInfo.get(request);
+  const id = info?.id ?? res.headers.get("x-request-id") ?? "-";
+  // Duration is until the answer's headers are ready; a streamed body may flow on after it.
+  logRequest(request.method, request.url, res.status, performance.now() - t0, info?.user ?? "anonymous", id);
+  return res;
 }
 
 /** Resource names of the second path segment that are endpoints of their own, not resources. */
@@ -65,10 +72,10 @@ const RESERVED_SEGMENTS = new Set(["export", "import", "import-document"]);
  * handler (Elysia's general router cost a sixth of its time). Everything else, and any path of that
  * shape that names an endpoint instead of a record, goes through the app as before.
  */
-function hotRoutes(site: Site, all: (r: Request) => Promise<Response>) {
+function hotRoutes(site: Site, all: (r: Request) => Response | Promise<Response>) {
   const readOne = withCors(site.config.corsOrigins, logged((request, incoming) => {
     const { resource, uuid } = (incoming as Request & { params: { resource: string; uuid: string } }).params;
-    return readOneRoute(site, request, resource, uuid);
+    return readOneNow(site, request, resource, uuid) ?? readOneRoute(site, request, resource, uuid);
   }));
   return {
     "/api/v1/:resource/:uuid": (req: Request & { params: { resource: string; uuid: string } }) => {

@@ -61,9 +61,22 @@ export function grantingPatterns(resource: string, action: Action, uuid?: string
   ];
 }
 
+/** Per principal and resource: whether a resource-wide pattern grants viewing (reads ask it on every request). */
+const viewers = new WeakMap<Principal, Map<string, boolean>>();
+
 export function can(p: Principal, resource: string, action: Action, uuid?: string): boolean {
   if (p.permissions.has("(all)")) return true;
-  return grantingPatterns(resource, action, uuid, p.resources).some((x) => p.permissions.has(x));
+  const granted = (id?: string) => grantingPatterns(resource, action, id, p.resources).some((x) => p.permissions.has(x));
+  // Only a delete's patterns depend on which resources exist (p.resources changes on reload).
+  if (action !== "view") return granted(uuid);
+  let views = viewers.get(p);
+  if (!views) viewers.set(p, (views = new Map()));
+  let wide = views.get(resource);
+  if (wide === undefined) {
+    wide = granted();
+    if (views.size < 1000) views.set(resource, wide); // names not validated by every caller: bounded
+  }
+  return wide || (uuid !== undefined && granted(uuid));
 }
 
 /** Throws 403 ACCESS_DENIED with `needs` unless the principal may do the action. */

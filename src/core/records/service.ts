@@ -4,7 +4,7 @@
  */
 import type { Site, WriteEvent } from "../site";
 import { HISTORY_WINDOW_MS } from "../site";
-import { authorize, type Action, type Principal } from "../access/permissions";
+import { authorize, can, type Action, type Principal } from "../access/permissions";
 import { guardWrite } from "../access/write-guard";
 import { ACCOUNT_RESOURCES, guardAccountWrite } from "../access/account-guard";
 import { AppError, badRequest, conflict, notFound } from "../errors";
@@ -55,6 +55,16 @@ export async function readRecord(site: Site, p: Principal, resource: string, uui
   const row = await site.store.get(resource, uuid);
   if (!row) throw notFound(`${resource}/${uuid} does not exist`);
   return { def, row };
+}
+
+/**
+ * readRecord without waiting, where the store reads in place; null wherever readRecord would wait
+ * or refuse (it then answers, with its error).
+ */
+export function readRecordNow(site: Site, p: Principal, resource: string, uuid: string): { def: ResourceDef; row: StoredRecord } | null {
+  const def = site.served(resource);
+  const row = def && site.store.now && can(p, resource, "view", uuid) ? site.store.now.get(resource, uuid) : null;
+  return row ? { def: def!, row } : null;
 }
 
 const parse = (row: StoredRecord) => JSON.parse(row.data) as Values;

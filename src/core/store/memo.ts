@@ -195,6 +195,11 @@ export class CommitMemo {
     this.untagged.clear();
   }
 
+  /** The kept answer of `key`, if any, without computing one: for a caller that cannot wait. */
+  peek<T>(key: string): T | undefined {
+    return this.version() === this.memoVersion ? this.memo.get<T>(key) : undefined;
+  }
+
   /**
    * A memo of one answer, computed on a miss (once, however many ask meanwhile); `size` estimates
    * the bytes it holds, or null when it is not worth keeping; `tagOf` says what it depends on. An

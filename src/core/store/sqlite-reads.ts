@@ -16,6 +16,10 @@ export class SqliteReads implements RecordReads {
   constructor(private readonly db: Database, private readonly d: Dialect = sqliteDialect) {}
 
   async get(resource: string, uuid: string): Promise<StoredRecord | null> {
+    return this.getNow(resource, uuid);
+  }
+
+  getNow(resource: string, uuid: string): StoredRecord | null {
     let stmt = this.getStmts.get(resource);
     if (!stmt) {
       stmt = this.db.prepare(`SELECT ${COLS} FROM ${this.d.table(resource)} WHERE uuid = ?`);

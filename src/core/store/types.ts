@@ -53,6 +53,11 @@ export type HistoryEntry = {
   _created: number;
 };
 
+export type StoreNow = {
+  get(resource: string, uuid: string): StoredRecord | null;
+  lastChange(resource: string): number | undefined;
+};
+
 /** Writes available inside a transaction. */
 export interface StoreTx {
   get(resource: string, uuid: string): Promise<StoredRecord | null>;
@@ -121,6 +126,12 @@ export interface Store extends RecordReads {
   version(): number;
   /** Milliseconds of the last committed write (create, update or delete) in a resource; 0 if none. */
   lastChange(resource: string): Promise<number>;
+  /**
+   * Answers at hand without waiting, for the hottest read (see http/records' readOneNow): SQLite
+   * reads one record in place; `lastChange` is undefined unless it is remembered. Absent where every
+   * read is a round trip (PostgreSQL).
+   */
+  readonly now?: StoreNow;
   /** Writes of `fn` commit together or not at all; concurrent calls may share one commit (group commit). */
   transaction<T>(fn: (tx: StoreTx) => Promise<T>, opts?: TxOptions): Promise<T>;
   history(resource: string, uuid: string): Promise<HistoryEntry[]>;
