@@ -20,7 +20,7 @@ const notes = {
 const plain = { fields: { name: { type: "text" }, tags: { type: "text", multi: true }, secret: { type: "text" }, code: { type: "number" } }, hidden: "secret" };
 
 let s: Awaited<ReturnType<typeof adminSite>>;
-beforeAll(async () => { s = await adminSite({ defs: { notes, plain } }); });
+beforeAll(async () => { s = await adminSite({ defs: { notes, plain, short: plain } }); });
 afterAll(async () => { await s.cleanup(); });
 
 const uuids = (body: Record<string, any>, r: string) => Object.keys(body[r]);
@@ -77,6 +77,38 @@ describe("search through the index", () => {
     const page = (await s.apiJson("GET", "/api/v1/plain?search=common&sort=code|desc&limit=3&offset=1")).body!;
     expect(page.total).toBe(2100);
     expect(Object.values(page.plain as Record<string, { code: number }>).map((r) => r.code)).toEqual([2098, 2097, 2096]);
+  });
+});
+
+describe("the total of a term too short or too common for the index (counted over the index's text)", () => {
+  test("equals the number of records the row-level search finds, for every kind of value", async () => {
+    const words = ["alpha", "Beta", "gamma delta", "Ünï", "straße", "x_y", "50% off", "e", "", "A\u001fB"];
+    const body: Record<string, unknown>[] = [];
+    for (let i = 0; i < 97; i++) {
+      body.push({
+        name: i % 7 === 0 ? null : `${words[i % words.length]} ${i}`,
+        tags: i % 3 === 0 ? [words[(i + 1) % words.length], `t${i}`] : [],
+        secret: `zz${i} e a`,
+        code: i % 5 === 0 ? null : i * 37,
+      });
+    }
+    const form = new FormData();
+    form.append("file", new Blob([JSON.stringify(body)], { type: "application/json" }), "short.json");
+    const imp = await fetch(`${s.base}/api/v1/short/import`, { method: "POST", headers: { authorization: `Bearer ${s.token}` }, body: form });
+    expect(imp.status).toBe(200);
+    for (const term of ["e", "E", "a", "1", "37", "ß", "ün", "Ün", "t", " ", "zz", "%", "_", "B", "f"]) {
+      const q = encodeURIComponent(term);
+      const unpaged = (await s.apiJson("GET", `/api/v1/short?search=${q}`)).body!;
+      const paged = (await s.apiJson("GET", `/api/v1/short?search=${q}&limit=1`)).body!;
+      expect({ term, total: paged.total }).toEqual({ term, total: unpaged.count });
+    }
+    for (const filter of ["code:!74", "code:", "name:!"]) {
+      const unpaged = (await s.apiJson("GET", `/api/v1/short?search=e&filter=${encodeURIComponent(filter)}`)).body!;
+      const paged = (await s.apiJson("GET", `/api/v1/short?search=e&filter=${encodeURIComponent(filter)}&limit=1`)).body!;
+      expect({ filter, total: paged.total }).toEqual({ filter, total: unpaged.count });
+    }
+    expect((await s.apiJson("GET", "/api/v1/short?search=e&limit=1")).body!.total).toBeGreaterThan(40);
+    expect((await s.apiJson("GET", "/api/v1/short?search=zz&limit=1")).body!.total).toBe(0); // hidden
   });
 });
 

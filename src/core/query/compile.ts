@@ -110,7 +110,7 @@ export function compileList(d: Dialect, def: ResourceDef, q: ListQuery): Compile
       const scanArgs = [...args];
       const scan = [...conds, compileSearchScan(d, def, q.search, scanArgs)];
       const pattern = `%${q.search}%`;
-      search = { resource: def.name, term: q.search, scan: { where: `WHERE ${scan.join(" AND ")}`, args: scanArgs } };
+      search = { resource: def.name, term: q.search, scan: { where: `WHERE ${scan.join(" AND ")}`, args: scanArgs }, alone: conds.length === 0 };
       conds.push(d.searchIndex(def.name));
       args.push(pattern);
     } else conds.push(compileSearchScan(d, def, q.search, args));

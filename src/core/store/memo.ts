@@ -195,6 +195,11 @@ export class CommitMemo {
     this.untagged.clear();
   }
 
+  /** Commits of this process so far. */
+  get commits(): number {
+    return this.epoch;
+  }
+
   /** The kept answer of `key`, if any, without computing one: for a caller that cannot wait. */
   peek<T>(key: string): T | undefined {
     return this.version() === this.memoVersion ? this.memo.get<T>(key) : undefined;

@@ -15,7 +15,7 @@ import { AppError } from "../errors";
 import type { ResourceDef } from "../definitions/types";
 import { sqliteDialect } from "./dialect";
 import { Checkpointer, FALLBACK_AUTOCHECKPOINT_PAGES } from "./checkpointer";
-import { countCaptureSql, flushCounts, flushSearchIndex, migrateInternal, searchTable, syncResource } from "./sqlite-schema";
+import { countCaptureSql, flushCounts, flushSearchIndex, migrateInternal, searchTable, searchTextTable, syncResource } from "./sqlite-schema";
 import { SqliteJobs, insertJob } from "./sqlite-jobs";
 import { SqliteAccessStore } from "./access-sqlite";
 import { BoundedMemo, CommitMemo, type FilterTag, type MemoTag, type ResourceWrite } from "./memo";
@@ -381,12 +381,43 @@ export class SqliteStore implements Store {
     // A total of a search depends on the search index too: it goes with any write of the resource.
     const asked = q;
     const tag = (): MemoTag => (asked.search ? { kind: "any", resource } : { kind: "count", resource, filter: filterTag(asked) });
-    if (q.search) q = await this.planSearch({ ...q, orderBy: "", limit: null, offset: 0 });
+    if (q.search) {
+      const planned = await this.planSearch({ ...q, orderBy: "", limit: null, offset: 0 });
+      // A term too common (or too short) for the index, and nothing else to filter by.
+      if (q.search.alone && planned.where === q.search.scan.where) {
+        const term = q.search.term;
+        return this.remember(BoundedMemo.key("count-text", resource, term), () => this.countText(resource, term), undefined, tag);
+      }
+      q = planned;
+    }
     // Any other total over a large match costs milliseconds: counted off the event loop and kept
     // until a write changes it (creates add their matches to it).
     return this.remember(BoundedMemo.key("count", resource, q.where, JSON.stringify(q.args)),
       async () => (await this.readGet<{ n: number }>(`SELECT count(*) AS n FROM ${this.dialect.table(resource)} ${q.where}`, q.args, q.small))!.n,
       undefined, tag);
+  }
+
+  /**
+   * Records whose search text holds `term`, by a scan of the index's text instead of the records
+   * (the text is kept in the records' own transactions; a term holds no LIKE wildcard, escape or
+   * value separator, so a match in the joined text is a match in one value, as the row-level
+   * search decides). The read workers each count a part of the row ids at once; should a commit
+   * land meanwhile, the parts may come from different states, so the count is taken again in one
+   * query instead.
+   */
+  private async countText(resource: string, term: string): Promise<number> {
+    const sql = `SELECT count(*) AS n FROM ${searchTextTable(resource)} WHERE rowid > ? AND rowid <= ? AND c0 LIKE ? ESCAPE '\\'`;
+    const pattern = `%${term}%`;
+    const parts = this.readPool() ? this.readWorkers : 1;
+    const top = (this.warm().query(`SELECT max(rowid) AS m FROM ${searchTextTable(resource)}`).get() as { m: number | null }).m ?? 0;
+    const before = this.memo.commits + this.version();
+    const bounds = Array.from({ length: parts + 1 }, (_, i) => (i === parts ? top : Math.floor((top * i) / parts)));
+    const counts = await Promise.all(bounds.slice(1).map((hi, i) => this.readGet<{ n: number }>(sql, [bounds[i], hi, pattern])));
+    if (parts > 1 && this.memo.commits + this.version() !== before) {
+      // Past `top` too: rows created since are counted in the one-query answer.
+      return (await this.readGet<{ n: number }>(sql, [0, Number.MAX_SAFE_INTEGER, pattern]))!.n;
+    }
+    return counts.reduce((a, r) => a + r!.n, 0);
   }
 
   /** Resources whose maintained counts exist (the schema sync records them in _resd_derived). */

@@ -32,7 +32,8 @@ export type CompiledQuery = {
    * A search answered by the search index: its LIKE pattern there, and the same query as a scan
    * of the rows (cheaper for a page of a term most records contain).
    */
-  search?: { resource: string; term: string; scan: { where: string; args: SqlValue[] } };
+  /** `alone`: no filter besides the search (its total can be counted over the index's text). */
+  search?: { resource: string; term: string; scan: { where: string; args: SqlValue[] }; alone: boolean };
   /** Bounded to a few rows by the store's own planning (a selective search): run where it is, no worker hop. */
   small?: boolean;
   /** The total is the sum of these maintained counts (subtracted from the record count when negated). */
