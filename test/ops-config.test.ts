@@ -101,6 +101,7 @@ describe("invalid values stop `resd serve` with a message naming the setting", (
     ["port out of range", ["--port", "70000"], {}, "", /port \(RESD_PORT\)/],
     ["negative upload limit in DIR/.env", [], { RESD_MAX_UPLOAD: "" }, "RESD_MAX_UPLOAD=-1\n", /maxUpload \(RESD_MAX_UPLOAD\) from \.env: "-1"/],
     ["non-numeric shutdown timeout", [], { RESD_SHUTDOWN_TIMEOUT: "soon" }, "", /shutdownTimeout \(RESD_SHUTDOWN_TIMEOUT\)/],
+    ["a memory mapping past SQLite's limit (it would silently be less)", [], { RESD_MMAP_SIZE: "4294967296" }, "", /mmapSize \(RESD_MMAP_SIZE\) from env: "4294967296"/],
   ];
   for (const [name, args, env, dotenv, message] of cases) {
     test(name, async () => {

@@ -7,6 +7,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { adminSite, cli } from "./helpers/site";
 import { addUser, call, tokenFor } from "./helpers/access";
+import { mkdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
 
 const items = { fields: { title: { type: "text", required: true }, note: { type: "text" }, code: { type: "text" } }, hidden: ["code"] };
 let s: Awaited<ReturnType<typeof adminSite>>;
@@ -14,9 +16,9 @@ let readerToken = "";
 let roleUuid = "";
 
 /** Two reads: the first works out the caller, the second is answered in place. */
-async function twice(path: string, opts: Parameters<typeof call>[3] = {}) {
-  const first = await call(s.base, "GET", path, opts);
-  const second = await call(s.base, "GET", path, opts);
+async function twice(path: string, opts: Parameters<typeof call>[3] = {}, base = s.base) {
+  const first = await call(base, "GET", path, opts);
+  const second = await call(base, "GET", path, opts);
   return { first, second };
 }
 
@@ -135,4 +137,43 @@ describe("GET one record, answered in place", () => {
     expect((await call(s.base, "GET", "/api/v1/items/one", { headers: { cookie: "resd_session=forged" } })).status).toBe(403);
     expect((await call(s.base, "GET", "/api/v1/items/one")).status).toBe(403);
   });
+});
+
+describe("answers in place that fail, and allows that go", () => {
+  let t: Awaited<ReturnType<typeof adminSite>>;
+  beforeAll(async () => {
+    t = await adminSite({ defs: { items }, files: { "ext/uri/api/v1/items/index.tpl": "[#api-allow get items#]\n" } });
+    expect((await t.apiJson("POST", "/api/v1/items/one", { title: "One" })).status).toBe(201);
+  });
+  afterAll(async () => {
+    await t.cleanup();
+  });
+
+  test("a user's token and session lose an anonymous allow when its file goes (within the 3 s rescan), as anonymous callers do", async () => {
+    await addUser(t.dir, "plain@example.com", "plain-pw-long-1", { api: true });
+    const token = await tokenFor(t.base, "plain@example.com", "plain-pw-long-1");
+    expect((await twice("/api/v1/items/one", { token }, t.base)).second.status).toBe(200);
+    expect((await twice("/api/v1/items/one", {}, t.base)).second.status).toBe(200);
+    const signedIn = await call(t.base, "POST", "/api/v1/session", { body: { email: "plain@example.com", password: "plain-pw-long-1" } });
+    const cookie = (signedIn.headers.get("set-cookie") ?? "").split(";")[0];
+    expect((await twice("/api/v1/items/one", { headers: { cookie } }, t.base)).second.status).toBe(200);
+    rmSync(join(t.dir, "ext/uri/api/v1/items/index.tpl"));
+    await Bun.sleep(3300);
+    expect((await call(t.base, "GET", "/api/v1/items/one")).status).toBe(403);
+    expect((await call(t.base, "GET", "/api/v1/items/one", { token })).status).toBe(403);
+    expect((await call(t.base, "GET", "/api/v1/items/one", { headers: { cookie } })).status).toBe(403);
+  }, 20_000);
+
+  test("an error on the way keeps the request's id in the header, the body and the log", async () => {
+    // An allow "file" that is a folder: reading the allows fails for every anonymous caller.
+    mkdirSync(join(t.dir, "ext/uri/api/v1/weird/index.tpl"), { recursive: true });
+    await Bun.sleep(3300);
+    const r = await call(t.base, "GET", "/api/v1/items/one", { headers: { "x-request-id": "trace-broken" } });
+    expect(r.status).toBe(500);
+    expect(r.headers.get("x-request-id")).toBe("trace-broken");
+    expect(r.body!.request_id).toBe("trace-broken");
+    await Bun.sleep(100);
+    expect(t.output().split("\n").filter((l) => l.includes("trace-broken")).length).toBeGreaterThanOrEqual(2);
+    rmSync(join(t.dir, "ext/uri/api/v1/weird"), { recursive: true });
+  }, 20_000);
 });

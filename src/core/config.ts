@@ -56,6 +56,9 @@ export function maskUrl(url: string): string {
 }
 const oneOf = <T extends string>(...values: T[]) => (raw: string) => (values as string[]).includes(raw) ? (raw as T) : undefined;
 
+/** SQLite caps mmap_size at this (its SQLITE_MAX_MMAP_SIZE on Linux); a larger setting would silently be less. */
+const SQLITE_MAX_MMAP = 2147418112;
+
 export const SETTINGS = {
   port: { env: "RESD_PORT", default: 8080, parse: int(0, 65535), help: "TCP port of `resd serve`" } as Spec<number>,
   host: { env: "RESD_HOST", default: "0.0.0.0", parse: str, help: "address `resd serve` listens on" } as Spec<string>,
@@ -67,7 +70,7 @@ export const SETTINGS = {
   loginLock: { env: "RESD_LOGIN_LOCK", default: 60, parse: int(1, 86400), help: "seconds an account is locked after too many failed logins; doubles per further failure, at most one hour" } as Spec<number>,
   maxLimit: { env: "RESD_MAX_LIMIT", default: 0, parse: int(0), help: "largest `limit` a list accepts (0 = no maximum)" } as Spec<number>,
   cacheMaxBytes: { env: "RESD_CACHE_MAX_BYTES", default: 64 * 1024 * 1024, parse: int(0), help: "bytes of list pages and totals kept in memory between writes (0 = no cache)" } as Spec<number>,
-  mmapSize: { env: "RESD_MMAP_SIZE", default: 256 * 1024 * 1024, parse: int(0), help: "bytes of the SQLite file the server reads through memory mapping for short reads (one record, small pages); they count in the resident size as the kernel's file cache (0 = off)" } as Spec<number>,
+  mmapSize: { env: "RESD_MMAP_SIZE", default: 256 * 1024 * 1024, parse: int(0, SQLITE_MAX_MMAP), help: "bytes of the SQLite file the server reads through memory mapping for short reads (one record, small pages); they count in the resident size as the kernel's file cache (0 = off; at most 2147418112, SQLite's own limit)" } as Spec<number>,
   readWorkers: { env: "RESD_READ_WORKERS", default: 2, parse: int(0, 64), help: "worker threads that run list queries and counts off the event loop (0 = on the event loop)" } as Spec<number>,
   queryTimeout: { env: "RESD_QUERY_TIMEOUT", default: 10_000, parse: int(100, 3_600_000), help: "milliseconds a list query or count may run; past it the request gets 503 with Retry-After" } as Spec<number>,
   corsOrigins: { env: "RESD_CORS_ORIGINS", default: "", parse: str, help: "origins (comma-separated, or *) whose browser pages may call the API with bearer tokens; empty = none" } as Spec<string>,

@@ -17,6 +17,8 @@ export type Ctx = {
   requestId: string;
   /** The caller, resolved on first use. */
   principal(): Promise<Principal>;
+  /** Sets the caller when it is known without waiting (see knownPrincipal). */
+  know(p: Principal): void;
   /** The JSON body, within RESD_MAX_UPLOAD. */
   json(): Promise<unknown>;
   url(): URL;
@@ -25,12 +27,11 @@ export type Ctx = {
 /** Per-request facts the request log reads after the answer (see logging). */
 export const requestInfo = new WeakMap<Request, { id: string; user: string }>();
 
-/** `known`: the caller, when already worked out (see knownPrincipal). */
-export function makeCtx(site: Site, request: Request, known?: Principal): Ctx {
-  let p: Promise<Principal> | null = known ? Promise.resolve(known) : null;
+export function makeCtx(site: Site, request: Request): Ctx {
+  let p: Promise<Principal> | null = null;
   let u: URL | null = null;
   const requestId = request.headers.get("x-request-id")?.slice(0, 64) || crypto.randomUUID();
-  const info = { id: requestId, user: known ? (known.email ?? known.kind) : "anonymous" };
+  const info = { id: requestId, user: "anonymous" };
   requestInfo.set(request, info);
   return {
     site,
@@ -42,6 +43,10 @@ export function makeCtx(site: Site, request: Request, known?: Principal): Ctx {
         info.user = principal.email ?? principal.kind;
         return principal;
       })),
+    know: (known) => {
+      p = Promise.resolve(known);
+      info.user = known.email ?? known.kind;
+    },
     url: () => (u ??= new URL(request.url)),
     json: () => readJson(request, site.config.maxUpload),
   };

@@ -10,6 +10,7 @@ import type { Site } from "../core/site";
 import { isNotModified, lastModifiedHeader, notModifiedResponse, weakEtag } from "./conditional";
 import { handle, makeCtx, withRequestId, type Ctx } from "./context";
 import { knownPrincipal } from "./auth";
+import { errorResponse } from "./errors";
 import { json, records, streamedRecords } from "./envelope";
 
 async function collection(c: Ctx, resource: string): Promise<Response> {
@@ -106,11 +107,17 @@ export const readOneRoute = (site: Site, request: Request, resource: string, uui
  * and for every answer but a record or a 304 (readOneRoute answers those, with its errors).
  */
 export function readOneNow(site: Site, request: Request, resource: string, uuid: string): Response | null {
-  const p = knownPrincipal(site, request);
-  if (!p) return null;
-  const c = makeCtx(site, request, p);
-  const found = readRecordNow(site, p, resource, uuid);
-  return found ? withRequestId(recordAnswer(request, found.def, found.row, c.t0), c.requestId) : null;
+  const c = makeCtx(site, request);
+  try {
+    const p = knownPrincipal(site, request);
+    if (!p) return null;
+    c.know(p);
+    const found = readRecordNow(site, p, resource, uuid);
+    return found ? withRequestId(recordAnswer(request, found.def, found.row, c.t0), c.requestId) : null;
+  } catch (e) {
+    // As handle() answers: the error envelope under this request's id.
+    return withRequestId(errorResponse(e, c.t0, c.requestId), c.requestId);
+  }
 }
 
 export const recordRoutes = (site: Site) =>

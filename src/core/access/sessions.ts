@@ -8,6 +8,7 @@ import type { SessionRow } from "../store/types";
 import type { Principal } from "./permissions";
 import { passwordFingerprint } from "./tokens";
 import { findUser, principalForUser, type UserRow } from "./users";
+import { anonymousPrincipal } from "./anonymous";
 
 export const SESSION_COOKIE = "resd_session";
 /** Sliding expiry is written back at most once a minute (or per quarter lifetime), not on every request. */
@@ -30,7 +31,8 @@ export async function endSession(site: Site, raw: string): Promise<void> {
   await site.store.access.deleteSession(hashId(raw));
 }
 
-type Cached = { version: number; row: SessionRow; principal: Principal };
+/** `anon`: the anonymous allows the principal holds too (a new object whenever the allow files change). */
+type Cached = { version: number; anon: Principal; row: SessionRow; principal: Principal };
 const caches = new WeakMap<Site, Map<string, Cached>>();
 
 /** The signed-in user's principal, or null for a missing, expired or revoked session. */
@@ -42,14 +44,15 @@ export async function sessionPrincipal(site: Site, raw: string): Promise<Princip
   let cache = caches.get(site);
   if (!cache) caches.set(site, (cache = new Map()));
   const version = a.version();
+  const anon = anonymousPrincipal(site);
   let hit = cache.get(id);
-  if (!hit || hit.version !== version) {
+  if (!hit || hit.version !== version || hit.anon !== anon) {
     cache.delete(id);
     const row = await a.getSession(id);
     if (!row) return null;
     const user = await findUser(site, row.user);
     if (!user || passwordFingerprint(user) !== row.pfp) return null;
-    hit = { version, row, principal: await principalForUser(site, user, true) };
+    hit = { version, anon, row, principal: await principalForUser(site, user, true) };
     if (cache.size > 10_000) cache.clear();
     cache.set(id, hit);
   }

@@ -9,6 +9,7 @@ import type { Site } from "../site";
 import { AppError, unauthorized } from "../errors";
 import { findUser, principalForUser, type UserRow } from "./users";
 import type { Principal } from "./permissions";
+import { anonymousPrincipal } from "./anonymous";
 
 export type IssuedToken = { token: string; token_created: number; token_expires: number };
 
@@ -76,10 +77,11 @@ export async function verifyToken(site: Site, token: string): Promise<UserRow> {
   return user;
 }
 
-type CachedPrincipal = { users: number; roles: number; exp: number; principal: Principal };
+/** `anon`: the anonymous allows the principal holds too (a new object whenever the allow files change). */
+type CachedPrincipal = { users: number; roles: number; anon: Principal; exp: number; principal: Principal };
 const principals = new WeakMap<Site, Map<string, CachedPrincipal>>();
-const fresh = (hit: CachedPrincipal | undefined, users: number, roles: number) =>
-  hit !== undefined && hit.users === users && hit.roles === roles && hit.exp * 1000 > Date.now();
+const fresh = (site: Site, hit: CachedPrincipal | undefined, users: number, roles: number) =>
+  hit !== undefined && hit.users === users && hit.roles === roles && hit.exp * 1000 > Date.now() && hit.anon === anonymousPrincipal(site);
 
 /**
  * The caller behind a token that `tokenPrincipal` checked before, while nothing it depends on
@@ -90,7 +92,7 @@ export function knownTokenPrincipal(site: Site, token: string): Principal | null
   const roles = site.store.now?.lastChange("roles");
   if (users === undefined || roles === undefined) return null;
   const hit = principals.get(site)?.get(token);
-  return fresh(hit, users, roles) ? hit!.principal : null;
+  return fresh(site, hit, users, roles) ? hit!.principal : null;
 }
 
 /**
@@ -104,11 +106,12 @@ export async function tokenPrincipal(site: Site, token: string): Promise<Princip
   const users = await site.store.lastChange("users");
   const roles = await site.store.lastChange("roles");
   const hit = cache.get(token);
-  if (fresh(hit, users, roles)) return hit!.principal;
+  if (fresh(site, hit, users, roles)) return hit!.principal;
   cache.delete(token);
+  const anon = anonymousPrincipal(site);
   const claims = await claimsOf(site, token);
   const principal = await principalForUser(site, await verifyToken(site, token));
   if (cache.size > 50_000) cache.clear();
-  cache.set(token, { users, roles, exp: claims.exp, principal });
+  cache.set(token, { users, roles, anon, exp: claims.exp, principal });
   return principal;
 }
