@@ -35,12 +35,12 @@ export type RecordsBody = {
 };
 
 function head(o: RecordsBody, count: number | null): string {
-  const parts = [`"code":${o.status}`, `"success":true`, `"status":"ok"`];
-  if (count !== null) parts.push(`"count":${count}`);
-  if (o.total !== undefined && o.total !== null) parts.push(`"total":${o.total}`);
-  if (o.message) parts.push(`"message":${JSON.stringify(o.message)}`);
-  for (const [k, v] of Object.entries(o.extra ?? {})) parts.push(`${JSON.stringify(k)}:${JSON.stringify(v)}`);
-  return parts.join(",");
+  let text = `"code":${o.status},"success":true,"status":"ok"`;
+  if (count !== null) text += `,"count":${count}`;
+  if (o.total !== undefined && o.total !== null) text += `,"total":${o.total}`;
+  if (o.message) text += `,"message":${JSON.stringify(o.message)}`;
+  if (o.extra) for (const [k, v] of Object.entries(o.extra)) text += `,${JSON.stringify(k)}:${JSON.stringify(v)}`;
+  return text;
 }
 
 /**
@@ -50,6 +50,8 @@ function head(o: RecordsBody, count: number | null): string {
  */
 const itemsText = new WeakMap<StoredRecord[], { def: ResourceDef; text: string }>();
 function items(def: ResourceDef, rows: StoredRecord[]): string {
+  // One record (a read, a write's answer) is never a shared page: no entry for the GC to track.
+  if (rows.length === 1) return `${quote(rows[0].uuid)}:${publicRecordJson(def, rows[0])}`;
   const hit = itemsText.get(rows);
   if (hit && hit.def === def) return hit.text;
   const text = rows.map((r) => `${quote(r.uuid)}:${publicRecordJson(def, r)}`).join(",");

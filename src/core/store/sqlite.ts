@@ -429,12 +429,30 @@ export class SqliteStore implements Store {
     return ok;
   }
 
+  /**
+   * Maintained totals read since the last commit of this process or another: a page of a counted
+   * filter asks one for its total and one to know where the list ends, on every request.
+   */
+  private readonly countsSeen = new Map<string, number>();
+  private countsAt = { commits: -1, version: -1 };
+
   private maintainedCount(resource: string, c: { keys: string[]; negate: boolean }): number {
+    const commits = this.memo.commits;
+    const version = this.version();
+    if (commits !== this.countsAt.commits || version !== this.countsAt.version) {
+      this.countsSeen.clear();
+      this.countsAt = { commits, version };
+    }
+    const key = `${resource}\u0000${c.negate}\u0000${c.keys.join("\u0000")}`;
+    const seen = this.countsSeen.get(key);
+    if (seen !== undefined) return seen;
     const keys = c.negate ? ["", ...c.keys] : c.keys;
     const rows = this.warm().query(`SELECT key, n FROM _resd_counts WHERE resource = ? AND key IN (${keys.map(() => "?").join(", ")})`)
       .all(resource, ...keys) as { key: string; n: number }[];
     const sum = rows.filter((r) => r.key !== "").reduce((a, r) => a + r.n, 0);
-    return c.negate ? (rows.find((r) => r.key === "")?.n ?? 0) - sum : sum;
+    const n = c.negate ? (rows.find((r) => r.key === "")?.n ?? 0) - sum : sum;
+    if (this.countsSeen.size < 1000) this.countsSeen.set(key, n);
+    return n;
   }
 
   async findBy(resource: string, field: string, value: SqlValue, except?: string): Promise<StoredRecord | null> {
