@@ -6,6 +6,6 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 . "$HERE/pair.sh"
 ROUNDS="${1:-2}"
 for round in $(seq "$ROUNDS"); do
-  OPS=create LABEL="bare-resd #$round" bash "$SHARED/http-bench.sh" http://127.0.0.1:3201 "Bearer bench" items "$DATA/raw.uuids.txt" | grep -v '^#'
-  OPS=create LABEL="resd #$round" bash "$SHARED/http-bench.sh" http://127.0.0.1:3301 "Bearer $TOKEN" items "$DATA/resd.uuids.txt" | grep -v '^#'
+  OPS=create LABEL="bare-resd #$round" "${LOAD[@]}" bash "$SHARED/http-bench.sh" http://127.0.0.1:3201 "Bearer bench" items "$DATA/raw.uuids.txt" | grep -v '^#'
+  OPS=create LABEL="resd #$round" "${LOAD[@]}" bash "$SHARED/http-bench.sh" http://127.0.0.1:3301 "Bearer $TOKEN" items "$DATA/resd.uuids.txt" | grep -v '^#'
 done
