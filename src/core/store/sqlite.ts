@@ -411,10 +411,10 @@ export class SqliteStore implements Store {
     const pattern = `%${term}%`;
     const parts = this.readPool() ? this.readWorkers : 1;
     const top = (this.warm().query(`SELECT max(rowid) AS m FROM ${searchTextTable(resource)}`).get() as { m: number | null }).m ?? 0;
-    const before = this.memo.commits + this.version();
+    const before = this.committed();
     const bounds = Array.from({ length: parts + 1 }, (_, i) => (i === parts ? top : Math.floor((top * i) / parts)));
     const counts = await Promise.all(bounds.slice(1).map((hi, i) => this.readGet<{ n: number }>(sql, [bounds[i], hi, pattern])));
-    if (parts > 1 && this.memo.commits + this.version() !== before) {
+    if (parts > 1 && this.committed() !== before) {
       // Past `top` too: rows created since are counted in the one-query answer.
       return (await this.readGet<{ n: number }>(sql, [0, Number.MAX_SAFE_INTEGER, pattern]))!.n;
     }
@@ -435,14 +435,18 @@ export class SqliteStore implements Store {
    * filter asks one for its total and one to know where the list ends, on every request.
    */
   private readonly countsSeen = new Map<string, number>();
-  private countsAt = { commits: -1, version: -1 };
+  private countsAt = "";
+
+  /** Changes with every commit, of this process (the memo counts them) or another (data_version). */
+  private committed(): string {
+    return `${this.memo.commits}:${this.version()}`;
+  }
 
   private maintainedCount(resource: string, c: { keys: string[]; negate: boolean }): number {
-    const commits = this.memo.commits;
-    const version = this.version();
-    if (commits !== this.countsAt.commits || version !== this.countsAt.version) {
+    const at = this.committed();
+    if (at !== this.countsAt) {
       this.countsSeen.clear();
-      this.countsAt = { commits, version };
+      this.countsAt = at;
     }
     const key = `${resource}\u0000${c.negate}\u0000${c.keys.join("\u0000")}`;
     const seen = this.countsSeen.get(key);
