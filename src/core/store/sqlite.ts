@@ -248,7 +248,7 @@ export class SqliteStore implements Store {
    * (a page of a common term fills at once; its total is counted off the event loop and kept until
    * the next commit).
    */
-  private async planSearch(q: CompiledQuery): Promise<CompiledQuery> {
+  private async planSearch(q: CompiledQuery, counting = false): Promise<CompiledQuery> {
     if (!q.search) return q;
     const { resource, term, scan } = q.search;
     const asScan = { ...q, where: scan.where, args: scan.args, search: undefined };
@@ -272,7 +272,11 @@ export class SqliteStore implements Store {
     // Most records match: a page is read in order faster than sorting every candidate.
     if (ids.length > COMMON_TERM && q.limit !== null && q.offset < COMMON_TERM) return asScan;
     const rest = scan.where.replace(/^WHERE /, "");
-    return { ...q, where: `WHERE id IN (SELECT value FROM json_each(?)) AND ${rest}`, args: [JSON.stringify(ids), ...scan.args], search: undefined, small: ids.length <= FEW_CANDIDATES };
+    const small = ids.length <= FEW_CANDIDATES;
+    // A total asks the index again inside its own statement: the kept candidates may be from
+    // before a commit that landed since (another worker call), and a total must be of one state.
+    if (counting) return { ...q, where: `WHERE id IN (SELECT rowid FROM ${searchTable(resource)} WHERE ${searchTable(resource)} MATCH ?) AND ${rest}`, args: [match, ...scan.args], search: undefined, small };
+    return { ...q, where: `WHERE id IN (SELECT value FROM json_each(?)) AND ${rest}`, args: [JSON.stringify(ids), ...scan.args], search: undefined, small };
   }
 
   /** Verdicts of `bounded` per page SQL (a handful of shapes per resource; emptied if it grows). */
@@ -383,7 +387,7 @@ export class SqliteStore implements Store {
     const asked = q;
     const tag = (): MemoTag => (asked.search ? { kind: "any", resource } : { kind: "count", resource, filter: filterTag(asked) });
     if (q.search) {
-      const planned = await this.planSearch({ ...q, orderBy: "", limit: null, offset: 0 });
+      const planned = await this.planSearch({ ...q, orderBy: "", limit: null, offset: 0 }, true);
       // A term too common (or too short) for the index, and nothing else to filter by.
       if (q.search.alone && planned.where === q.search.scan.where) {
         const term = q.search.term;
@@ -409,15 +413,15 @@ export class SqliteStore implements Store {
   private async countText(resource: string, term: string): Promise<number> {
     const sql = `SELECT count(*) AS n FROM ${searchTextTable(resource)} WHERE rowid > ? AND rowid <= ? AND c0 LIKE ? ESCAPE '\\'`;
     const pattern = `%${term}%`;
+    const whole = async () => (await this.readGet<{ n: number }>(sql, [0, Number.MAX_SAFE_INTEGER, pattern]))!.n;
     const parts = this.readPool() ? this.readWorkers : 1;
+    if (parts === 1) return whole();
     const top = (this.warm().query(`SELECT max(rowid) AS m FROM ${searchTextTable(resource)}`).get() as { m: number | null }).m ?? 0;
     const before = this.committed();
     const bounds = Array.from({ length: parts + 1 }, (_, i) => (i === parts ? top : Math.floor((top * i) / parts)));
     const counts = await Promise.all(bounds.slice(1).map((hi, i) => this.readGet<{ n: number }>(sql, [bounds[i], hi, pattern])));
-    if (parts > 1 && this.committed() !== before) {
-      // Past `top` too: rows created since are counted in the one-query answer.
-      return (await this.readGet<{ n: number }>(sql, [0, Number.MAX_SAFE_INTEGER, pattern]))!.n;
-    }
+    // Past `top` too: rows created since are counted in the one-query answer.
+    if (this.committed() !== before) return whole();
     return counts.reduce((a, r) => a + r!.n, 0);
   }
 
