@@ -2,11 +2,12 @@
 # A throwaway PostgreSQL cluster for the test suite's second run: started as the unprivileged
 # `postgres` user (Debian's package makes it), listening on 127.0.0.1 only, trust authentication
 # for loopback, data in a temporary folder that `stop` removes.
-#   scripts/postgres.sh start PORT   → prints the URL to use as RESD_TEST_DATABASE_URL
-#   scripts/postgres.sh stop
+#   scripts/postgres.sh start [PORT]   → prints the URL to use as RESD_TEST_DATABASE_URL
+#   scripts/postgres.sh stop [PORT]
+# One folder per port (default 55432), so a second cluster never removes a running one's data.
 set -euo pipefail
 BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
-STATE=${RESD_PG_STATE:-/tmp/resd-ci-postgres}
+STATE=${RESD_PG_STATE:-/tmp/resd-ci-postgres-${2:-55432}}
 case "${1:-}" in
   start)
     PORT=${2:-55432}
@@ -28,5 +29,5 @@ case "${1:-}" in
     [ -d "$STATE/data" ] && "${RUNAS[@]}" "$BIN/pg_ctl" -D "$STATE/data" -m immediate -w stop >/dev/null 2>&1 || true
     rm -rf "$STATE"
     ;;
-  *) echo "usage: scripts/postgres.sh start [PORT] | stop" >&2; exit 2 ;;
+  *) echo "usage: scripts/postgres.sh start [PORT] | stop [PORT]" >&2; exit 2 ;;
 esac

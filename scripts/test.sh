@@ -8,9 +8,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 started=""
 if [ -z "${RESD_TEST_POSTGRES_URL:-}" ]; then
-  RESD_TEST_POSTGRES_URL=$(bash scripts/postgres.sh start "${RESD_TEST_PG_PORT:-55432}") || { echo "scripts/test.sh: cannot start PostgreSQL (Debian: apt-get install -y postgresql)" >&2; exit 1; }
+  PG_PORT="${RESD_TEST_PG_PORT:-55432}"
+  RESD_TEST_POSTGRES_URL=$(bash scripts/postgres.sh start "$PG_PORT") || { echo "scripts/test.sh: cannot start PostgreSQL (Debian: apt-get install -y postgresql)" >&2; exit 1; }
   started=1
-  trap 'bash scripts/postgres.sh stop' EXIT
+  trap 'bash scripts/postgres.sh stop "$PG_PORT"' EXIT
 fi
 export RESD_TEST_POSTGRES_URL
 

@@ -22,7 +22,7 @@ pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   [ -f "$DATA/nginx.pid" ] && kill "$(cat "$DATA/nginx.pid")" 2>/dev/null || true
-  bash "$ROOT/scripts/postgres.sh" stop
+  bash "$ROOT/scripts/postgres.sh" stop "$PG_PORT"
 }
 trap cleanup EXIT
 . "$SHARED/lib.sh"
