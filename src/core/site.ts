@@ -92,6 +92,10 @@ export async function openSite(config: Config, opts: { ensureSecret?: boolean; r
     }
   };
   keepServed(defs, schemaChanges);
+  const served = (name: string) => {
+    const def = defs.get(name);
+    return def && !def.internal && !refused.has(name) ? def : null;
+  };
   const site: Site = {
     config: cfg,
     defs,
@@ -102,16 +106,13 @@ export async function openSite(config: Config, opts: { ensureSecret?: boolean; r
     listeners: [],
     reloadFailure: null,
     resource(name) {
+      const def = served(name);
+      if (def) return def;
       const why = refused.get(name);
       if (why) throw new AppError(503, "SERVICE_UNAVAILABLE", `resource "${name}" is not served by this instance: ${why}`, { retryAfter: 60 });
-      const def = defs.get(name);
-      if (!def || def.internal) throw notFound(`resource "${name}" does not exist`);
-      return def;
+      throw notFound(`resource "${name}" does not exist`);
     },
-    served(name) {
-      const def = defs.get(name);
-      return def && !def.internal && !refused.has(name) ? def : null;
-    },
+    served,
     async reload() {
       const fresh = loadDefinitions(cfg.dir);
       const changes = await store.syncSchema(fresh.values());

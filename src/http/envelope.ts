@@ -43,6 +43,9 @@ function head(o: RecordsBody, count: number | null): string {
   return text;
 }
 
+/** One record as a member of the records object: `"uuid":{…}`. */
+const item = (def: ResourceDef, r: StoredRecord) => `${quote(r.uuid)}:${publicRecordJson(def, r)}`;
+
 /**
  * The records' JSON by rows array: a cached page (see the store's page cache) shares its array
  * between answers, so its text is built once. Tied to the definition object, so a changed
@@ -50,11 +53,11 @@ function head(o: RecordsBody, count: number | null): string {
  */
 const itemsText = new WeakMap<StoredRecord[], { def: ResourceDef; text: string }>();
 function items(def: ResourceDef, rows: StoredRecord[]): string {
-  // One record (a read, a write's answer) is never a shared page: no entry for the GC to track.
-  if (rows.length === 1) return `${quote(rows[0].uuid)}:${publicRecordJson(def, rows[0])}`;
+  // One record (mostly a read or a write's answer, built once) costs less than an entry for the GC.
+  if (rows.length === 1) return item(def, rows[0]);
   const hit = itemsText.get(rows);
   if (hit && hit.def === def) return hit.text;
-  const text = rows.map((r) => `${quote(r.uuid)}:${publicRecordJson(def, r)}`).join(",");
+  const text = rows.map((r) => item(def, r)).join(",");
   itemsText.set(rows, { def, text });
   return text;
 }
@@ -89,10 +92,10 @@ export function streamedRecords(def: ResourceDef, rows: AsyncIterable<StoredReco
           state = "done";
           break;
         }
-        const item = `${count ? "," : ""}${quote(next.value.uuid)}:${publicRecordJson(def, next.value)}`;
+        const text = `${count ? "," : ""}${item(def, next.value)}`;
         count++;
-        size += item.length;
-        chunk.push(item);
+        size += text.length;
+        chunk.push(text);
       }
       if (state === "done") chunk.push(`},"count":${count},${tail(t0)}}`);
       controller.enqueue(enc.encode(chunk.join("")));

@@ -266,17 +266,20 @@ export class SqliteStore implements Store {
     // A rare trigram bounds every step to a few rows: handing them to a worker and back would cost
     // more than running them (three worker round trips made a search for one record 8 ms).
     const rare = known.length > 0 && known[0].docs <= RARE_TRIGRAM;
+    const rest = scan.where.replace(/^WHERE /, "");
+    // A total asks the index inside its own counting statement, so it is of one state (candidates
+    // kept from another worker call may be from before a commit that landed since). It needs no
+    // candidate list: the rarest trigram bounds their number.
+    if (counting) {
+      const where = `WHERE id IN (SELECT rowid FROM ${searchTable(resource)} WHERE ${searchTable(resource)} MATCH ?) AND ${rest}`;
+      return { ...q, where, args: [match, ...scan.args], search: undefined, small: known.length > 0 && known[0].docs <= FEW_CANDIDATES };
+    }
     const ids = await this.remember(BoundedMemo.key("candidates", resource, match),
       async () => (await this.readAll<{ id: number }>(`SELECT rowid AS id FROM ${searchTable(resource)} WHERE ${searchTable(resource)} MATCH ?`, [match], rare)).map((r) => r.id),
       (v) => v.length * 16, () => ({ kind: "any", resource }));
     // Most records match: a page is read in order faster than sorting every candidate.
     if (ids.length > COMMON_TERM && q.limit !== null && q.offset < COMMON_TERM) return asScan;
-    const rest = scan.where.replace(/^WHERE /, "");
-    const small = ids.length <= FEW_CANDIDATES;
-    // A total asks the index again inside its own statement: the kept candidates may be from
-    // before a commit that landed since (another worker call), and a total must be of one state.
-    if (counting) return { ...q, where: `WHERE id IN (SELECT rowid FROM ${searchTable(resource)} WHERE ${searchTable(resource)} MATCH ?) AND ${rest}`, args: [match, ...scan.args], search: undefined, small };
-    return { ...q, where: `WHERE id IN (SELECT value FROM json_each(?)) AND ${rest}`, args: [JSON.stringify(ids), ...scan.args], search: undefined, small };
+    return { ...q, where: `WHERE id IN (SELECT value FROM json_each(?)) AND ${rest}`, args: [JSON.stringify(ids), ...scan.args], search: undefined, small: ids.length <= FEW_CANDIDATES };
   }
 
   /** Verdicts of `bounded` per page SQL (a handful of shapes per resource; emptied if it grows). */
@@ -417,11 +420,11 @@ export class SqliteStore implements Store {
     const parts = this.readPool() ? this.readWorkers : 1;
     if (parts === 1) return whole();
     const top = (this.warm().query(`SELECT max(rowid) AS m FROM ${searchTextTable(resource)}`).get() as { m: number | null }).m ?? 0;
-    const before = this.committed();
+    const before = this.commitMark();
     const bounds = Array.from({ length: parts + 1 }, (_, i) => (i === parts ? top : Math.floor((top * i) / parts)));
     const counts = await Promise.all(bounds.slice(1).map((hi, i) => this.readGet<{ n: number }>(sql, [bounds[i], hi, pattern])));
     // Past `top` too: rows created since are counted in the one-query answer.
-    if (this.committed() !== before) return whole();
+    if (this.commitMark() !== before) return whole();
     return counts.reduce((a, r) => a + r!.n, 0);
   }
 
@@ -442,12 +445,12 @@ export class SqliteStore implements Store {
   private countsAt = "";
 
   /** Changes with every commit, of this process (the memo counts them) or another (data_version). */
-  private committed(): string {
+  private commitMark(): string {
     return `${this.memo.commits}:${this.version()}`;
   }
 
   private maintainedCount(resource: string, c: { keys: string[]; negate: boolean }): number {
-    const at = this.committed();
+    const at = this.commitMark();
     if (at !== this.countsAt) {
       this.countsSeen.clear();
       this.countsAt = at;

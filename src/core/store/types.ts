@@ -30,9 +30,9 @@ export type CompiledQuery = {
   offset: number;
   /**
    * A search answered by the search index: its LIKE pattern there, and the same query as a scan
-   * of the rows (cheaper for a page of a term most records contain).
+   * of the rows (cheaper for a page of a term most records contain). `alone`: no filter besides
+   * the search (its total can be counted over the index's text).
    */
-  /** `alone`: no filter besides the search (its total can be counted over the index's text). */
   search?: { resource: string; term: string; scan: { where: string; args: SqlValue[] }; alone: boolean };
   /** Bounded to a few rows by the store's own planning (a selective search): run where it is, no worker hop. */
   small?: boolean;
