@@ -38,3 +38,27 @@ test("the WAL is checkpointed in the background and reused, not grown", async ()
   // Closing truncates the WAL.
   expect(statSync(`${path}-wal`, { throwIfNoEntry: false })?.size ?? 0).toBe(0);
 });
+
+test("under back-to-back commits the WAL is still reused from its start: the store holds its next transaction for the worker's checkpoint", async () => {
+  const path = join(dir, "busy.db");
+  // 1 MB of WAL before the worker asks for a quiet moment; it checkpoints every 20 ms.
+  const s = new SqliteStore(path, { readWorkers: 1, checkpoints: { intervalMs: 20, quietFrames: 256 } });
+  await s.syncSchema([def]);
+  const row = (i: number) => ({ uuid: `b${i}`, data: JSON.stringify({ body: `${i} ${"y".repeat(2000)}` }), _created: 1, _modified: 1, _created_by: null, _modified_by: null });
+  let written = 0;
+  let largest = 0;
+  const until = Date.now() + 2500;
+  // Commits follow each other without a gap, as under a steady stream of creates, while reads go on.
+  for (let i = 0; Date.now() < until; i += 10) {
+    await s.transaction(async (tx) => {
+      for (let k = i; k < i + 10; k++) await tx.insert("items", row(k));
+    });
+    written += 10 * 2000;
+    expect(await s.get("items", `b${i}`)).not.toBeNull();
+    largest = Math.max(largest, statSync(`${path}-wal`).size);
+  }
+  // Far more was written than the WAL ever held: it was reused, not grown towards the 64 MB fallback.
+  expect(written).toBeGreaterThan(8 * 1024 * 1024);
+  expect(largest).toBeLessThan(16 * 1024 * 1024);
+  await s.close();
+});

@@ -26,11 +26,11 @@ bun "$ROOT/cli/main.ts" migrate --dir "$ORIG" > /dev/null
 start() { # name
   case "$1" in
     bare|bare0)
-      rm -f "$DATA/raw.db" "$DATA/raw.db-wal" "$DATA/raw.db-shm"; cp "$DATA/raw.db.orig" "$DATA/raw.db"
+      rm -f "$DATA/raw.db" "$DATA/raw.db-wal" "$DATA/raw.db-shm"; cp "$DATA/raw.db.orig" "$DATA/raw.db"; sync "$DATA/raw.db"
       TOTAL=$([ "$1" = bare0 ] && echo 0 || echo 1) MODE=bun PORT=3201 DB="$DATA/raw.db" RESOURCE=items TOKEN=bench bun "$SHARED/ref/bare-resd.ts" > /dev/null 2>&1 &
       pid=$!; BASE=http://127.0.0.1:3201; AUTH="Bearer bench"; IDS="$DATA/raw.uuids.txt"; wait_http "$BASE/" ;;
     resd)
-      rm -rf "$SITE"; cp -r "$ORIG" "$SITE"
+      rm -rf "$SITE"; cp -r "$ORIG" "$SITE"; sync "$SITE/data/resd.db"
       TOKEN="$(bun "$ROOT/cli/main.ts" token bench@example.com --dir "$SITE")"
       RESD_LOG_FORMAT=json bun "$ROOT/cli/main.ts" serve --dir "$SITE" --port 3301 --host 127.0.0.1 > /dev/null 2>&1 &
       pid=$!; BASE=http://127.0.0.1:3301; AUTH="Bearer $TOKEN"; wait_http "$BASE/health"

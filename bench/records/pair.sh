@@ -8,8 +8,8 @@ SHARED="${SHARED_BENCH:-$ROOT/../shared/bench}"; DATA="${BENCH_DATA:-/tmp/bench-
 ORIG="${SITE_ORIG:-$DATA/resd-site.orig}"; SITE="$DATA/resd-site"
 pids=(); cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }; trap cleanup EXIT
 . "$SHARED/lib.sh"
-rm -f "$DATA/raw.db" "$DATA/raw.db-wal" "$DATA/raw.db-shm"; cp "$DATA/raw.db.orig" "$DATA/raw.db"
-rm -rf "$SITE"; cp -r "$ORIG" "$SITE"
+rm -f "$DATA/raw.db" "$DATA/raw.db-wal" "$DATA/raw.db-shm"; cp "$DATA/raw.db.orig" "$DATA/raw.db"; sync "$DATA/raw.db"
+rm -rf "$SITE"; cp -r "$ORIG" "$SITE"; sync "$SITE/data/resd.db"
 TOKEN="$(bun "$ROOT/cli/main.ts" token bench@example.com --dir "$SITE")"
 pin=(); LOAD=(); if [ "${PIN:-}" = 1 ]; then pin=(taskset -c 0); LOAD=(taskset -c 1); export WRK_THREADS=1; fi
 MODE=bun PORT=3201 DB="$DATA/raw.db" RESOURCE=items TOKEN=bench "${pin[@]}" bun "$SHARED/ref/bare-resd.ts" > /dev/null 2>&1 & pids+=($!)

@@ -66,21 +66,21 @@ measure() { # label base auth ids
 }
 
 for c in $ONLY; do
-  rm -rf "$SITE"; cp -r "$ORIG" "$SITE"
+  rm -rf "$SITE"; cp -r "$ORIG" "$SITE"; sync "$SITE/data/resd.db"
   case "$c" in
     bare0)
-      rm -f "$DATA/raw.db" "$DATA/raw.db-wal" "$DATA/raw.db-shm"; cp "$DATA/raw.db.orig" "$DATA/raw.db"
+      rm -f "$DATA/raw.db" "$DATA/raw.db-wal" "$DATA/raw.db-shm"; cp "$DATA/raw.db.orig" "$DATA/raw.db"; sync "$DATA/raw.db"
       TOTAL=0 MODE=bun PORT=3201 DB="$DATA/raw.db" RESOURCE=items TOKEN=bench bun "$SHARED/ref/bare-resd.ts" > /dev/null 2>&1 & pids+=($!)
       wait_http http://127.0.0.1:3201/
       measure "bare-resd TOTAL=0" http://127.0.0.1:3201 "Bearer bench" "$DATA/raw.uuids.txt"
       stop_all
-      cp "$DATA/raw.db.orig" "$DATA/raw.db"; rm -f "$DATA/raw.db-wal" "$DATA/raw.db-shm"
+      cp "$DATA/raw.db.orig" "$DATA/raw.db"; sync "$DATA/raw.db"; rm -f "$DATA/raw.db-wal" "$DATA/raw.db-shm"
       TOTAL=0 MODE=bun PORT=3201 DB="$DATA/raw.db" RESOURCE=items TOKEN=bench bun "$SHARED/ref/bare-resd.ts" > /dev/null 2>&1 & pids+=($!)
       wait_http http://127.0.0.1:3201/
       bash "$SHARED/mixed/run.sh" "bare-resd TOTAL=0" http://127.0.0.1:3201 "Bearer bench" items ;;
     sqlite)
       serve 3301; measure "resd sqlite" http://127.0.0.1:3301 "Bearer $TOKEN" "$IDS"; stop_all
-      rm -rf "$SITE"; cp -r "$ORIG" "$SITE"
+      rm -rf "$SITE"; cp -r "$ORIG" "$SITE"; sync "$SITE/data/resd.db"
       serve 3301; bash "$SHARED/mixed/run.sh" "resd sqlite" http://127.0.0.1:3301 "Bearer $TOKEN" items ;;
     pg1)
       fresh_db; serve 3301 "$DB"; measure "resd pg x1" http://127.0.0.1:3301 "Bearer $TOKEN" "$IDS"; stop_all
@@ -89,7 +89,7 @@ for c in $ONLY; do
       # Behind nginx (round robin, keep-alive): one instance (the proxy's own cost) or two, each
       # with its own site folder (the same definitions and .env).
       n=$([ "$c" = pg2 ] && echo 2 || echo 1); label="resd pg x$n (nginx)"
-      rm -rf "$SITE.b"; cp -r "$ORIG" "$SITE.b"
+      rm -rf "$SITE.b"; cp -r "$ORIG" "$SITE.b"; sync "$SITE.b/data/resd.db"
       conf="$DATA/nginx.conf"; upstreams="server 127.0.0.1:3301;"; [ "$n" = 2 ] && upstreams="$upstreams server 127.0.0.1:3302;"
       cat > "$conf" <<NGINX
 worker_processes 1; pid $DATA/nginx.pid; error_log /dev/null; daemon on;

@@ -1,10 +1,17 @@
 /**
  * Moves WAL checkpoints off the event loop. SQLite's automatic checkpoint runs inside the commit
- * that crosses its threshold, on the writer's thread: copying a few MB of pages into the database
- * file then holds up every request (the p99 of reads under a steady write load). A worker thread
- * with a connection of its own runs a PASSIVE checkpoint (it never blocks writers or readers) every
- * interval instead; the writer keeps a much higher automatic threshold as a fallback, should the
- * worker fall behind.
+ * that crosses its threshold, on the writer's thread: copying pages into the database file and
+ * waiting for them to reach the disk then holds up every request. A worker thread with a connection
+ * of its own runs a PASSIVE checkpoint (it never blocks writers or readers) every interval instead;
+ * the writer keeps a much higher automatic threshold as a fallback, should the worker fall behind.
+ *
+ * The WAL is only reused from its start by a transaction that begins after a complete checkpoint.
+ * Under a steady stream of commits the next transaction has always begun before the checkpoint
+ * ends, so the WAL grew until the writer's fallback checkpoint ran on the event loop, whose fsync
+ * froze the whole server for 0.3–0.6 s every few seconds of writes. So once the WAL passes
+ * `quietFrames`, the worker asks for a quiet moment: the store starts no transaction until the worker has checkpointed again
+ * (reads go on), and the next transaction writes the WAL from its start. Most frames were copied by
+ * the previous rounds, so the pause is short; it is bounded by `quietMaxMs` whatever happens.
  *
  * Created from source text (a Blob) like the read pool, so it works from the compiled executable.
  */
@@ -12,18 +19,31 @@ const WORKER_SOURCE = `
 import { Database } from "bun:sqlite";
 let db = null;
 let timer = null;
+let askedAt = 0;
+const checkpoint = () => db.query("PRAGMA wal_checkpoint(PASSIVE)").get();
 self.onmessage = (event) => {
   const m = event.data;
   if (m.type === "start") {
     db = new Database(m.path, { strict: true });
     db.exec("PRAGMA busy_timeout=1000; PRAGMA cache_size=-2048; PRAGMA mmap_size=0;");
     timer = setInterval(() => {
-      try { db.query("PRAGMA wal_checkpoint(PASSIVE)").get(); } catch {}
+      try {
+        const r = checkpoint();
+        const now = Date.now();
+        if (r.log >= m.quietFrames && now - askedAt >= m.intervalMs * 4) {
+          askedAt = now;
+          Atomics.store(m.wanted, 0, 1);
+        }
+      } catch {}
     }, m.intervalMs);
+  } else if (m.type === "go") {
+    let r = null;
+    try { r = checkpoint(); } catch {}
+    postMessage({ type: "done", log: r?.log ?? -1, checkpointed: r?.checkpointed ?? -1 });
   } else if (m.type === "stop") {
     clearInterval(timer);
     db?.close();
-    postMessage({ stopped: true });
+    postMessage({ type: "stopped" });
   }
 };
 `;
@@ -31,32 +51,78 @@ self.onmessage = (event) => {
 /** The writer's automatic checkpoint threshold while the worker runs: 64 MB of WAL (4 KiB pages). */
 export const FALLBACK_AUTOCHECKPOINT_PAGES = 16384;
 
+export type CheckpointerOptions = {
+  intervalMs?: number;
+  /** WAL frames past which the worker asks for a quiet moment (16 MB of 4 KiB pages). */
+  quietFrames?: number;
+  /** Longest the store holds its transactions back for one quiet checkpoint. */
+  quietMaxMs?: number;
+};
+
 export class Checkpointer {
   private readonly worker: Worker;
+  private readonly quietMaxMs: number;
+  /**
+   * Set by the worker when it wants a quiet moment: shared memory, not a message, because a store
+   * committing back to back runs from one microtask to the next and would not hear a message.
+   */
+  private readonly wants = new Int32Array(new SharedArrayBuffer(4));
+  private waiting: ((m: { type: string }) => void) | null = null;
 
   /** `onFailure` runs if the worker dies (it cannot open the database, say): the writer then checkpoints as before. */
-  constructor(path: string, onFailure: () => void, intervalMs = 250) {
+  constructor(path: string, onFailure: () => void, opts: CheckpointerOptions = {}) {
     const url = URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "application/javascript" }));
+    this.quietMaxMs = opts.quietMaxMs ?? 1000;
     this.worker = new Worker(url);
     this.worker.unref();
-    this.worker.onerror = () => onFailure();
-    this.worker.postMessage({ type: "start", path, intervalMs });
+    this.worker.onerror = () => {
+      Atomics.store(this.wants, 0, 0);
+      onFailure();
+    };
+    this.worker.onmessage = (event: MessageEvent<{ type: string }>) => this.waiting?.(event.data);
+    this.worker.postMessage({
+      type: "start",
+      path,
+      intervalMs: opts.intervalMs ?? 250,
+      quietFrames: opts.quietFrames ?? 4096,
+      wanted: this.wants,
+    });
+  }
+
+  /** The worker asked for a quiet moment and has not had it yet. */
+  get wanted(): boolean {
+    return Atomics.load(this.wants, 0) === 1;
+  }
+
+  /**
+   * Called by the store outside any transaction of its own, when `wanted`: the worker checkpoints
+   * while the store waits (at most quietMaxMs), so that nothing new lands in the WAL meanwhile.
+   */
+  quiet(): Promise<void> {
+    Atomics.store(this.wants, 0, 0);
+    return this.ask("go", "done", this.quietMaxMs);
   }
 
   /** Stops checkpointing and closes the worker's connection (so that a final TRUNCATE can complete). */
-  stop(): Promise<void> {
+  async stop(): Promise<void> {
     this.worker.onerror = null; // the store is closing: nothing to fall back to
+    Atomics.store(this.wants, 0, 0);
+    await this.ask("stop", "stopped", 1000);
+    this.worker.terminate();
+  }
+
+  private ask(type: string, answer: string, boundMs: number): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
-        this.worker.terminate();
+        clearTimeout(timer);
+        this.waiting = null;
         resolve();
       };
-      const t = setTimeout(done, 1000);
-      this.worker.onmessage = () => {
-        clearTimeout(t);
-        done();
+      const timer = setTimeout(done, boundMs);
+      this.waiting = (m) => {
+        if (m.type === answer) done();
       };
-      this.worker.postMessage({ type: "stop" });
+      this.worker.postMessage({ type });
     });
   }
 }

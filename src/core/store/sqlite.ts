@@ -14,7 +14,7 @@ import { dirname } from "node:path";
 import { AppError } from "../errors";
 import type { ResourceDef } from "../definitions/types";
 import { sqliteDialect } from "./dialect";
-import { Checkpointer, FALLBACK_AUTOCHECKPOINT_PAGES } from "./checkpointer";
+import { Checkpointer, FALLBACK_AUTOCHECKPOINT_PAGES, type CheckpointerOptions } from "./checkpointer";
 import { countCaptureSql, flushCounts, flushSearchIndex, migrateInternal, searchTable, searchTextTable, syncResource } from "./sqlite-schema";
 import { SqliteJobs, insertJob } from "./sqlite-jobs";
 import { SqliteAccessStore } from "./access-sqlite";
@@ -118,7 +118,7 @@ export class SqliteStore implements Store {
   private readonly readWorkers: number;
   private readonly queryBudgetMs: number;
 
-  constructor(readonly path: string, opts: { cacheMaxBytes?: number; readWorkers?: number; queryBudgetMs?: number; mmapSize?: number } = {}) {
+  constructor(readonly path: string, opts: { cacheMaxBytes?: number; readWorkers?: number; queryBudgetMs?: number; mmapSize?: number; checkpoints?: CheckpointerOptions } = {}) {
     this.memo = new CommitMemo(opts.cacheMaxBytes ?? 64 * 1024 * 1024, () => this.version());
     this.readWorkers = path === ":memory:" ? 0 : (opts.readWorkers ?? 2);
     this.queryBudgetMs = opts.queryBudgetMs ?? 10_000;
@@ -140,7 +140,7 @@ export class SqliteStore implements Store {
     if (this.readWorkers > 0) {
       // A server: checkpoints run on a worker's connection, not inside a request's commit.
       this.writer.exec(`PRAGMA wal_autocheckpoint=${FALLBACK_AUTOCHECKPOINT_PAGES}`);
-      this.checkpointer = new Checkpointer(path, () => this.writer.exec("PRAGMA wal_autocheckpoint=1000"));
+      this.checkpointer = new Checkpointer(path, () => this.writer.exec("PRAGMA wal_autocheckpoint=1000"), opts.checkpoints);
     }
     this.reader = new Database(path, { readonly: true, strict: true });
     configure(this.reader, 5000, 32);
@@ -577,6 +577,8 @@ export class SqliteStore implements Store {
     this.draining = true;
     try {
       while (this.queue.length) {
+        // Between transactions: the checkpoint worker may need a moment without commits (see Checkpointer).
+        if (this.checkpointer?.wanted) await this.checkpointer.quiet();
         const next = this.queue.findIndex((j, i) => j.alone && i > 0);
         const n = this.queue[0]!.alone ? 1 : Math.min(BATCH, next < 0 ? this.queue.length : next);
         await this.runBatch(this.queue.splice(0, n));
