@@ -12,9 +12,17 @@ import { buildDefinition } from "../src/core/definitions/load";
 const dirs: string[] = [];
 afterEach(() => { for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true }); });
 
-test("keys are digests: a 12 KB query costs the same key bytes as a short one", () => {
-  expect(BoundedMemo.key("count", "x".repeat(12 * 1024)).length).toBe(BoundedMemo.key("count", "x").length);
-  expect(BoundedMemo.key("a", "bc")).not.toBe(BoundedMemo.key("ab", "c"));
+test("a long query is keyed by its digest: a 12 KB query costs the key bytes of a short one; keys of different parts differ", () => {
+  expect(BoundedMemo.key("count", "x".repeat(12 * 1024)).length).toBeLessThanOrEqual(64);
+  expect(BoundedMemo.key("count", "x".repeat(12 * 1024))).not.toBe(BoundedMemo.key("count", `${"x".repeat(12 * 1024 - 1)}y`));
+  expect(BoundedMemo.key("count", "x".repeat(2 * 1024)).length).toBeLessThanOrEqual(64);
+  for (const [a, b] of [[["a", "bc"], ["ab", "c"]], [["count", "x"], ["count", "x", ""]], [["p", "q".repeat(600)], ["p", `${"q".repeat(599)}r`]]]) {
+    expect(BoundedMemo.key(...a)).not.toBe(BoundedMemo.key(...b));
+  }
+  // Short texts and digests never meet, whatever the text.
+  const digest = BoundedMemo.key("count", "z".repeat(4096));
+  expect(BoundedMemo.key(digest)).not.toBe(digest);
+  expect(BoundedMemo.key("count", "x")).toBe(BoundedMemo.key("count", "x"));
 });
 
 test("the least recently used entries go once the budget is reached; oversized values are not kept", () => {
