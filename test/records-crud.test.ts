@@ -38,6 +38,31 @@ describe("create", () => {
     expect((await s.apiJson("POST", "/api/v1/notes", { uuid: "export", title: "B2" })).status).toBe(400);
   });
 
+  test("a record created without a uuid gets a UUIDv7: its time, in the order made, none twice (creates and imports)", async () => {
+    const V7 = /^([0-9a-f]{8})-([0-9a-f]{4})-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+    const msOf = (u: string) => { const m = V7.exec(u)!; return parseInt(m[1] + m[2], 16); };
+    const before = Date.now();
+    const made: string[] = [];
+    for (let i = 0; i < 5; i++) made.push(Object.keys((await s.apiJson("POST", "/api/v1/notes", { title: `v7 ${i}` })).body!.notes)[0]);
+    const together = await Promise.all(Array.from({ length: 20 }, (_, i) => s.apiJson("POST", "/api/v1/notes", { title: `v7 at once ${i}` })));
+    const form = new FormData();
+    form.append("file", new Blob(["title\nimported a\nimported b\n"]), "notes.csv");
+    const imp = await fetch(`${s.base}/api/v1/notes/import`, { method: "POST", headers: { authorization: `Bearer ${s.token}` }, body: form });
+    expect(imp.status).toBe(200);
+    const after = Date.now();
+    const all = [...made, ...together.map((r) => Object.keys(r.body!.notes)[0])];
+    const listed = await s.apiJson("GET", "/api/v1/notes?filter=title:imported a||imported b&limit=10");
+    const imported = Object.keys(listed.body!.notes);
+    expect(imported).toHaveLength(2);
+    for (const u of [...all, ...imported]) {
+      expect(u).toMatch(V7);
+      expect(msOf(u)).toBeGreaterThanOrEqual(before);
+      expect(msOf(u)).toBeLessThanOrEqual(after);
+    }
+    expect([...made].sort()).toEqual(made);
+    expect(new Set([...all, ...imported]).size).toBe(all.length + 2);
+  });
+
   test("system fields cannot be set by a client", async () => {
     const r = await s.apiJson("POST", "/api/v1/notes", { title: "Sys", _created: 5, _modified: 6, _created_by: "evil", _modified_by: "evil" });
     const rec = Object.values(r.body!.notes)[0] as Record<string, unknown>;

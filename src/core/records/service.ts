@@ -14,6 +14,7 @@ import { parseListParams, type ListParams } from "../query/parse";
 import type { HistoryEntry, StoreTx, StoredRecord } from "../store/types";
 import { visibleData } from "./output";
 import { asObject, checkUuid, prepareValues, type Values } from "./prepare";
+import { newRecordId } from "./ids";
 
 export type ListResult = {
   def: ResourceDef;
@@ -139,7 +140,7 @@ export async function createRecord(site: Site, p: Principal, resource: string, b
   const input = await guardWrite(site, p, def, "create", body);
   if (pathUuid !== undefined && input.uuid !== undefined && input.uuid !== pathUuid) throw badRequest("the uuid in the body differs from the one in the path");
   const given = pathUuid ?? input.uuid;
-  const uuid = given === undefined ? crypto.randomUUID() : checkUuid(given);
+  const uuid = given === undefined ? newRecordId() : checkUuid(given);
   // A generated uuid cannot exist; a given one is checked early so that a conflict skips the work.
   if (given !== undefined && (await site.store.get(resource, uuid))) throw conflict(`${resource}/${uuid} already exists`);
   const values = await prepareValues(site.store, def, input, "create", uuid, { passwordMinLength: site.config.passwordMinLength });

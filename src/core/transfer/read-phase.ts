@@ -8,6 +8,7 @@ import type { ResourceDef } from "../definitions/types";
 import { isSystemField } from "../definitions/types";
 import { AppError } from "../errors";
 import { checkUuid, prepareValues, type PrepareOptions, type Values } from "../records/prepare";
+import { newRecordId } from "../records/ids";
 import type { RecordReads } from "../store/types";
 import type { Format } from "./format";
 import { MatchIndex, matchKeys, type MatchKey, type MatchRule } from "./match";
@@ -91,7 +92,7 @@ export async function readPhase(reads: RecordReads, def: ResourceDef, rule: Matc
       report.reject(r.row, [{ field: "uuid", reason: NO_MATCH_TAKEN }], head.uuid);
       continue;
     }
-    const uuid = target?.uuid ?? head.uuid ?? crypto.randomUUID();
+    const uuid = target?.uuid ?? head.uuid ?? newRecordId();
     const generated = target === null && head.uuid === null;
     const work = prepareRow(reads, def, r, format, target, uuid, generated, head.created, prep).catch((e: unknown): Outcome =>
       e instanceof AppError && (e.status === 400 || e.status === 422) ? e : { fatal: e });
