@@ -57,8 +57,17 @@ const addTitled = (store: SqliteStore, title: string) => store.transaction(async
 const sorts = ["", "year", "year|desc", "title|text|asc", "title|text|desc", "title", "rank|desc", "rank,year|desc", "_created|desc", "status,title"];
 const filters = ["", "status:new", "status:!new", "year:1992", "title:Apple", "status:done,year:1991", "rank:", "rank:!", "tags:b", "status:open||done,year:!1990"];
 // Several slices of each list, of different sizes: a new record reaches some of them and not others.
-const queries = sorts.flatMap((sort) => filters.flatMap((filter) =>
-  ["0", "3", "9", "40"].map((offset) => ({ sort, filter, offset, limit: pick(["3", "7", "12"]) }))));
+const queries = [
+  ...sorts.flatMap((sort) => filters.flatMap((filter) =>
+    ["0", "3", "9", "40"].map((offset) => ({ sort, filter, offset, limit: pick(["3", "7", "12"]) })))),
+  // Runs of pages that follow each other (from the start, and from the middle of a list): new rows
+  // move them rather than drop them.
+  ...sorts.flatMap((sort) => filters.slice(0, 6).flatMap((filter) => {
+    const limit = pick([2, 4, 5]);
+    const from = pick([0, 0, 6]);
+    return [0, 1, 2, 3].map((k) => ({ sort, filter, offset: String(from + k * limit), limit: String(limit) }));
+  })),
+];
 
 test("pages and totals remembered across inserts, updates and deletes equal a fresh read after every commit", async () => {
   const { store, path } = await openStore();
@@ -179,6 +188,31 @@ test("past the work a commit may spend on them, cached filters are dropped, neve
   for (const q of qs) {
     expect((await store.page("items", q)).map((r) => r.uuid)).toEqual((await fresh.page("items", q)).map((r) => r.uuid));
     expect(await store.count("items", q)).toBe(await fresh.count("items", q));
+  }
+  await fresh.close();
+  await store.close();
+});
+
+test("full pages a new record moves into stay in memory, moved: newest first, and a sorted list it joins at the top", async () => {
+  const { store, path } = await openStore();
+  const fresh = new SqliteStore(path, { cacheMaxBytes: 0, readWorkers: 0 });
+  await store.transaction(async (tx) => { for (let i = 0; i < 40; i++) await tx.insert("items", record(i)); });
+  const run = (sort: string) => [0, 5, 10, 15].map((offset) => compileList(store.dialect, def, parseListParams({ sort, limit: "5", offset: String(offset) })));
+  const lists = [run("_created|desc"), run("year|desc")];
+  const newestFirst = { where: "", args: [], orderBy: "ORDER BY id DESC", order: [{ expr: "id", desc: true }], limit: 5, offset: 0 };
+  const all = [...lists.flat(), newestFirst];
+  for (let round = 0; round < 6; round++) {
+    for (const q of all) await store.page("items", q);
+    const held = store.memoBytes();
+    // At the top of every list: the newest record, of a year after all others.
+    await store.transaction(async (tx) => tx.insert("items", { ...record(100 + round), _created: 5000 + round, data: JSON.stringify({ title: `top ${round}`, status: "new", year: 3000 + round }) }));
+    // Moved, not dropped: the memo still holds about as much as before.
+    expect(store.memoBytes()).toBeGreaterThan(held * 0.9);
+    for (const q of all) {
+      const where = `round ${round}: ${q.orderBy} offset ${q.offset}`;
+      expect({ where, rows: (await store.page("items", q)).map((r) => r.uuid) }).toEqual({ where, rows: (await fresh.page("items", q)).map((r) => r.uuid) });
+    }
+    expect(JSON.parse((await store.page("items", lists[1][0]))[0].data).title).toBe(`top ${round}`);
   }
   await fresh.close();
   await store.close();

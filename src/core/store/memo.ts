@@ -5,9 +5,13 @@
  * only marks the entry; moving it to the end of the Map on every use cost 13 µs per lookup in a
  * Map of 10,000 entries in Bun, whose Map rehashes as the same key leaves and comes back).
  */
-import type { SortKey, SqlValue } from "./types";
+import type { SortKey, SqlValue, StoredRecord } from "./types";
 
 const ENTRY_OVERHEAD = 160;
+/** Estimated bytes of a cached row beyond its JSON text (uuid, times, object). */
+const ROW_OVERHEAD = 240;
+/** Estimated bytes a cached row holds. */
+export const rowBytes = (r: StoredRecord): number => r.data.length * 2 + ROW_OVERHEAD;
 /** Longest query text kept as its own key (characters); a longer one is keyed by its digest. */
 const MAX_TEXT_KEY = 512;
 /** Estimated bytes of a tag's objects (tag, filter, order, group and index entries), measured in the heap. */
@@ -76,10 +80,13 @@ export class BoundedMemo {
     return this.entries.get(key)?.value;
   }
 
-  /** A new value for a kept key, same size estimate (a revised total). */
-  replace(key: string, value: unknown): void {
+  /** A new value for a kept key: a revised total (same size), or a page whose rows moved (`grow` more bytes). */
+  replace(key: string, value: unknown, grow = 0): void {
     const e = this.entries.get(key);
-    if (e) e.value = value;
+    if (!e) return;
+    e.value = value;
+    e.bytes += grow;
+    this.used += grow;
   }
 
   delete(key: string): void {
@@ -133,8 +140,11 @@ export type Remembered = { tag: MemoTag; value: unknown };
 /** What a commit of this process wrote to one resource: rows above `newAbove` only, or anything. */
 export type ResourceWrite = { newAbove: number } | "rewritten";
 
-/** A commit's verdict on one answer it changed: drop it, or keep this value instead (others stay as they are). */
-export type Revision = "drop" | { value: unknown };
+/**
+ * A commit's verdict on one answer it changed: drop it, or keep this value instead, `grow` bytes
+ * larger than the one it replaces (others stay as they are).
+ */
+export type Revision = "drop" | { value: unknown; grow?: number };
 
 export type Reviser = (resource: string, newAbove: number, groups: FilterGroup[], get: (key: string) => Remembered) => Map<string, Revision>;
 
@@ -267,7 +277,7 @@ export class CommitMemo {
       const verdicts = revise(resource, w.newAbove, [...groups.values()], (key) => ({ tag: this.tags.get(key)!, value: this.memo.peek(key) }));
       for (const [key, verdict] of verdicts) {
         if (verdict === "drop") this.memo.delete(key);
-        else this.memo.replace(key, verdict.value);
+        else this.memo.replace(key, verdict.value, verdict.grow);
       }
     }
   }

@@ -11,7 +11,7 @@ import { hostname } from "node:os";
 import { AppError } from "../errors";
 import { maskUrl } from "../config";
 import type { ResourceDef } from "../definitions/types";
-import { CommitMemo, BoundedMemo } from "./memo";
+import { CommitMemo, BoundedMemo, rowBytes } from "./memo";
 import { numbered, PgDialect } from "./postgres-dialect";
 import { migrateInternal, SCHEMA_LOCK, syncResource } from "./postgres-schema";
 import { PgJobs, insertPgJob } from "./postgres-jobs";
@@ -29,7 +29,6 @@ const STREAM_BATCH = 500;
 const INSERT_BATCH = 500;
 /** Rows per cached page (larger pages are not kept). */
 const PAGE_CACHE_ROWS = 200;
-const ROW_OVERHEAD = 240;
 /** The channel on which every commit is announced to the other instances. */
 const CHANNEL = "resd_commits";
 /** How a schema change is announced on it (before the instance id). */
@@ -246,7 +245,7 @@ export class PgStore implements Store {
   async page(resource: string, q: CompiledQuery): Promise<StoredRecord[]> {
     const [sql, args] = this.selectSql(resource, q);
     return this.memo.remember(BoundedMemo.key("page", sql, JSON.stringify(args)), () => this.query<StoredRecord>(sql, args),
-      (rows) => (rows.length <= PAGE_CACHE_ROWS ? rows.reduce((n, r) => n + r.data.length * 2 + ROW_OVERHEAD, 0) : null));
+      (rows) => (rows.length <= PAGE_CACHE_ROWS ? rows.reduce((n, r) => n + rowBytes(r), 0) : null));
   }
 
   async count(resource: string, q: Pick<CompiledQuery, "where" | "args" | "counted" | "search">): Promise<number> {

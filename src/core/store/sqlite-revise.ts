@@ -10,11 +10,16 @@
  * - A page that is not full takes any match. A full page stays when every matching new row sorts
  *   after its last row (compared here for plain keys, else in SQL with the order's own expressions
  *   and collations).
+ * - A full page a new row reaches is moved rather than dropped when the pages kept before it reach
+ *   back to the start of the list, or no new row sorts before the first of them: the new rows are
+ *   placed among the kept rows (compared here) and every page takes its slice of the result. A
+ *   newest-first list under creates, or a sorted one whose first pages new records keep joining,
+ *   then stays in memory instead of being read again after every commit.
  * Anything in doubt is dropped: many new rows at once, a last row not found.
  */
 import type { Database, Statement } from "bun:sqlite";
 import { COLS } from "./sqlite-reads";
-import type { FilterGroup, FilterTag, Remembered, Revision } from "./memo";
+import { rowBytes, type FilterGroup, type FilterTag, type Remembered, type Revision } from "./memo";
 import type { SortKey, SqlValue, StoredRecord } from "./types";
 
 /** More new rows than this (an import) are not worth checking answer by answer: they all go. */
@@ -91,7 +96,7 @@ function sortsNoLater(order: SortKey[], i = 0): string {
   return `(${before} OR (${e} IS ${k} AND ${sortsNoLater(order, i + 1)}))`;
 }
 
-type Page = { key: string; order: SortKey[]; orderKey: string; end: number; last: StoredRecord };
+type Page = { key: string; order: SortKey[]; orderKey: string; offset: number; end: number; rows: StoredRecord[]; last: StoredRecord };
 type Fresh = { id: number; data: Record<string, unknown>; row: StoredRecord };
 
 /** A value as SQLite holds it, when JavaScript compares it the same way: null, a number, or text without surrogate pairs. */
@@ -170,7 +175,7 @@ export function reviseAnswers(db: Database, table: string, newAbove: number, gro
         const rows = value as StoredRecord[];
         // Not full (the end of the list, `limit=0` included): a match may join it.
         if (rows.length === 0 || rows.length < tag.limit || !tag.order) out.set(key, "drop");
-        else pages.push({ key, order: tag.order, orderKey: tag.orderKey, end: tag.offset + tag.limit, last: rows[rows.length - 1] });
+        else pages.push({ key, order: tag.order, orderKey: tag.orderKey, offset: tag.offset, end: tag.offset + tag.limit, rows, last: rows[rows.length - 1] });
       }
     }
     for (const [key, verdict] of reached(db, table, matched.map((id) => byId.get(id)!), pages)) out.set(key, verdict);
@@ -214,7 +219,9 @@ function reached(db: Database, table: string, matched: Fresh[], pages: Page[]): 
     const order = same[0].order;
     // Insertion order: new rows come after every full page, or (newest first) before all of them.
     if (order.length === 1) {
-      if (order[0].desc) for (const p of same) out.set(p.key, "drop");
+      if (!order[0].desc) continue;
+      const moved = movedPages(order, matched, same);
+      for (const p of same) out.set(p.key, moved.get(p.key) ?? "drop");
       continue;
     }
     // The pages of one filter and order are slices of one list: the later a page's last row, the
@@ -245,7 +252,94 @@ function reached(db: Database, table: string, matched: Fresh[], pages: Page[]): 
       if (isReached(same[mid])) hi = mid;
       else lo = mid + 1;
     }
-    for (let i = lo; i < same.length; i++) out.set(same[i].key, "drop");
+    if (lo === same.length) continue;
+    const moved = movedPages(order, matched, same);
+    for (let i = lo; i < same.length; i++) out.set(same[i].key, moved.get(same[i].key) ?? "drop");
   }
   return out;
 }
+
+/** The order of two new rows: by their keys, the row id last (plain keys only, else undefined). */
+function newBeforeNew(order: SortKey[], a: Fresh, b: Fresh): boolean | undefined {
+  for (const { expr, desc } of order) {
+    if (expr === "id") return desc ? a.id > b.id : a.id < b.id;
+    const x = keyOf(expr, a.data, a.row);
+    const y = keyOf(expr, b.data, b.row);
+    if (x === UNKNOWN || y === UNKNOWN) return undefined;
+    const c = compare(x, y);
+    if (c !== 0) return desc ? c > 0 : c < 0;
+  }
+  return false;
+}
+
+/**
+ * New values of the full pages of one filter and order that the new rows reach, where they can be
+ * worked out from the kept pages themselves: per run of pages that follow each other without a
+ * gap, when the run starts the list or no new row sorts before its first row. The rows of the run
+ * and the new rows are merged (each new row's place found by halving, comparing plain keys here;
+ * anything else leaves the run's pages to be dropped), and every page takes its slice.
+ */
+function movedPages(order: SortKey[], matched: Fresh[], pages: Page[]): Map<string, Revision> {
+  const out = new Map<string, Revision>();
+  const byOffset = [...pages].sort((a, b) => a.offset - b.offset);
+  let i = 0;
+  while (i < byOffset.length) {
+    const run = [byOffset[i]];
+    while (i + 1 < byOffset.length && byOffset[i + 1].offset === run[run.length - 1].end) run.push(byOffset[++i]);
+    i++;
+    const rows = run.flatMap((p) => p.rows);
+    const start = run[0].offset;
+    // Each new row's place: the number of kept rows it sorts after.
+    const parsed = new Map<number, Record<string, unknown>>();
+    const dataAt = (k: number) => {
+      let d = parsed.get(k);
+      if (!d) parsed.set(k, (d = JSON.parse(rows[k].data) as Record<string, unknown>));
+      return d;
+    };
+    const places: { fresh: Fresh; at: number }[] = [];
+    let known = true;
+    for (const m of matched) {
+      let lo = 0;
+      let hi = rows.length;
+      while (lo < hi && known) {
+        const mid = (lo + hi) >> 1;
+        const before = newSortsNoLater(order, m, rows[mid], () => dataAt(mid));
+        if (before === undefined) known = false;
+        else if (before) hi = mid;
+        else lo = mid + 1;
+      }
+      if (!known) break;
+      places.push({ fresh: m, at: lo });
+    }
+    // A new row before the run's first row, past the list's start: what moves in ahead of it is not kept here.
+    if (!known || (start > 0 && places.some((p) => p.at === 0))) continue;
+    const entering = places.filter((p) => p.at < rows.length);
+    if (!entering.length) continue;
+    let ordered = true;
+    entering.sort((a, b) => {
+      if (a.at !== b.at) return a.at - b.at;
+      const before = newBeforeNew(order, a.fresh, b.fresh);
+      if (before === undefined) ordered = false;
+      return before ? -1 : 1;
+    });
+    if (!ordered) continue;
+    const merged: StoredRecord[] = [];
+    let next = 0;
+    for (let k = 0; k <= rows.length; k++) {
+      while (next < entering.length && entering[next].at === k) merged.push(stored(entering[next++].fresh.row));
+      if (k < rows.length) merged.push(rows[k]);
+    }
+    for (const p of run) {
+      const value = merged.slice(p.offset - start, p.end - start);
+      if (value.every((r, k) => r === p.rows[k])) continue;
+      const grow = value.reduce((n, r) => n + rowBytes(r), 0) - p.rows.reduce((n, r) => n + rowBytes(r), 0);
+      out.set(p.key, { value, grow });
+    }
+  }
+  return out;
+}
+
+/** A new row as pages hold it: the stored columns, without the row id. */
+const stored = (r: StoredRecord & { id?: number }): StoredRecord => ({
+  uuid: r.uuid, data: r.data, _created: r._created, _modified: r._modified, _created_by: r._created_by, _modified_by: r._modified_by,
+});

@@ -18,7 +18,7 @@ import { Checkpointer, FALLBACK_AUTOCHECKPOINT_PAGES, type CheckpointerOptions }
 import { countCaptureSql, flushCounts, flushSearchIndex, migrateInternal, searchTable, searchTextTable, syncResource } from "./sqlite-schema";
 import { SqliteJobs, insertJob } from "./sqlite-jobs";
 import { SqliteAccessStore } from "./access-sqlite";
-import { BoundedMemo, CommitMemo, type FilterTag, type MemoTag, type ResourceWrite } from "./memo";
+import { BoundedMemo, CommitMemo, rowBytes, type FilterTag, type MemoTag, type ResourceWrite } from "./memo";
 import { equalitiesOf, equalityFields, reviseAnswers } from "./sqlite-revise";
 import { ReadPool } from "./read-pool";
 import { COLS, SqliteReads } from "./sqlite-reads";
@@ -51,8 +51,6 @@ function trigrams(term: string): string[] {
 const BOUNDED_ROWS = 1000;
 /** From this offset on, a page first finds its row ids, then reads only those rows. */
 const DEEP_OFFSET = 1000;
-/** Estimated bytes of a cached row beyond its JSON text (uuid, times, object). */
-const ROW_OVERHEAD = 240;
 
 /** What a page or total depends on: its filter (see CommitMemo and reviseAnswers). */
 function filterTag(q: Pick<CompiledQuery, "where" | "args">): FilterTag {
@@ -236,7 +234,7 @@ export class SqliteStore implements Store {
       : { kind: "rows", resource, filter: filterTag(q), order: q.order, orderKey: JSON.stringify(q.order ?? null), offset: q.offset, limit: q.limit };
     return this.remember(BoundedMemo.key("page", sql, JSON.stringify(args)),
       () => this.readAll<StoredRecord>(sql, args, q.small || this.bounded(sql, args, q)),
-      (rows) => (rows.length <= PAGE_CACHE_ROWS ? rows.reduce((n, r) => n + r.data.length * 2 + ROW_OVERHEAD, 0) : null), tag);
+      (rows) => (rows.length <= PAGE_CACHE_ROWS ? rows.reduce((n, r) => n + rowBytes(r), 0) : null), tag);
   }
 
   /**
