@@ -62,3 +62,65 @@ test("under back-to-back commits the WAL is still reused from its start: the sto
   expect(largest).toBeLessThan(16 * 1024 * 1024);
   await s.close();
 });
+
+test("readers in the worker pool running all the while do not keep the WAL from being reused", async () => {
+  const path = join(dir, "read.db");
+  const s = new SqliteStore(path, { readWorkers: 2, checkpoints: { intervalMs: 20, quietFrames: 256 } });
+  await s.syncSchema([def]);
+  const row = (i: number) => ({ uuid: `r${i}`, data: JSON.stringify({ body: `${i} ${"z".repeat(2000)}` }), _created: 1, _modified: 1, _created_by: null, _modified_by: null });
+  const until = Date.now() + 2500;
+  // Counts the cache cannot answer (a new pattern each time) keep the pool's connections reading.
+  let reads = 0;
+  const reader = async (w: number) => {
+    for (let k = 0; Date.now() < until; k++) {
+      await s.count("items", { where: "WHERE data LIKE ?", args: [`%${w}${k}%`] } as never);
+      reads++;
+    }
+  };
+  const readers = [reader(1), reader(2)];
+  let written = 0;
+  let largest = 0;
+  for (let i = 0; Date.now() < until; i += 10) {
+    await s.transaction(async (tx) => {
+      for (let k = i; k < i + 10; k++) await tx.insert("items", row(k));
+    });
+    written += 10 * 2000;
+    largest = Math.max(largest, statSync(`${path}-wal`).size);
+  }
+  await Promise.all(readers);
+  expect(reads).toBeGreaterThan(20);
+  expect(written).toBeGreaterThan(8 * 1024 * 1024);
+  expect(largest).toBeLessThan(16 * 1024 * 1024);
+  await s.close();
+});
+
+test("a reader that holds old frames for long (an export) is waited for a little, then less and less often", async () => {
+  const path = join(dir, "long.db");
+  const s = new SqliteStore(path, { readWorkers: 1, checkpoints: { intervalMs: 20, quietFrames: 64, quietWaitMs: 50 } });
+  await s.syncSchema([def]);
+  await batch(s, 0);
+  // Another connection keeps a read transaction open on the state after the first batch.
+  const { Database } = await import("bun:sqlite");
+  const held = new Database(path, { readonly: true });
+  held.exec("BEGIN");
+  held.query("SELECT count(*) FROM sqlite_master").get();
+  const row = (i: number) => ({ uuid: `l${i}`, data: JSON.stringify({ body: `${i} ${"w".repeat(500)}` }), _created: 1, _modified: 1, _created_by: null, _modified_by: null });
+  const from = s.quietRounds();
+  const until = Date.now() + 2000;
+  let commits = 0;
+  for (let i = 0; Date.now() < until; i += 5) {
+    await s.transaction(async (tx) => {
+      for (let k = i; k < i + 5; k++) await tx.insert("items", row(k));
+    });
+    commits++;
+  }
+  // Each round that the reader kept from finishing doubles the wait before the next one (20, 40,
+  // 80 … ms): a handful of rounds in 2 s, not one every few commits.
+  const rounds = s.quietRounds() - from;
+  expect(rounds).toBeGreaterThan(0);
+  expect(rounds).toBeLessThan(10);
+  expect(commits).toBeGreaterThan(rounds * 5);
+  held.exec("COMMIT");
+  held.close();
+  await s.close();
+});

@@ -5,13 +5,17 @@
  * of its own runs a PASSIVE checkpoint (it never blocks writers or readers) every interval instead;
  * the writer keeps a much higher automatic threshold as a fallback, should the worker fall behind.
  *
- * The WAL is only reused from its start by a transaction that begins after a complete checkpoint.
- * Under a steady stream of commits the next transaction has always begun before the checkpoint
- * ends, so the WAL grew until the writer's fallback checkpoint ran on the event loop, whose fsync
- * froze the whole server for 0.3–0.6 s every few seconds of writes. So once the WAL passes
- * `quietFrames`, the worker asks for a quiet moment: the store starts no transaction until the worker has checkpointed again
- * (reads go on), and the next transaction writes the WAL from its start. Most frames were copied by
- * the previous rounds, so the pause is short; it is bounded by `quietMaxMs` whatever happens.
+ * The WAL is only reused from its start by a transaction that begins after a complete checkpoint,
+ * with no reader left on the old frames. Under a steady stream of commits the next transaction has
+ * always begun before the checkpoint ends, so the WAL grew until the writer's fallback checkpoint
+ * ran on the event loop, whose fsync froze the whole server for 0.3–0.6 s every few seconds of
+ * writes. So once the WAL passes `quietFrames`, the worker asks for a quiet moment: the store
+ * starts no transaction until the worker has run a RESTART checkpoint (it copies what is left,
+ * waits up to `quietWaitMs` for readers of older frames to finish, and makes the next transaction
+ * write the WAL from its start); reads go on. Most frames were copied by the previous rounds, so
+ * the pause is short; it is bounded by `quietMaxMs` whatever happens. A round that a long reader
+ * (an export) kept from finishing is tried again after twice the wait of the one before (up to 8 s),
+ * so writes are not held again and again for nothing.
  *
  * Created from source text (a Blob) like the read pool, so it works from the compiled executable.
  */
@@ -19,27 +23,34 @@ const WORKER_SOURCE = `
 import { Database } from "bun:sqlite";
 let db = null;
 let timer = null;
-let askedAt = 0;
-const checkpoint = () => db.query("PRAGMA wal_checkpoint(PASSIVE)").get();
+let nextAsk = 0;
+let interval = 250;
+let backoff = 250;
 self.onmessage = (event) => {
   const m = event.data;
   if (m.type === "start") {
     db = new Database(m.path, { strict: true });
     db.exec("PRAGMA busy_timeout=1000; PRAGMA cache_size=-2048; PRAGMA mmap_size=0;");
+    interval = backoff = m.intervalMs;
     timer = setInterval(() => {
       try {
-        const r = checkpoint();
-        const now = Date.now();
-        if (r.log >= m.quietFrames && now - askedAt >= m.intervalMs * 4) {
-          askedAt = now;
+        const r = db.query("PRAGMA wal_checkpoint(PASSIVE)").get();
+        if (r.log >= m.quietFrames && Date.now() >= nextAsk) {
+          nextAsk = Infinity; // until this round has run
           Atomics.store(m.wanted, 0, 1);
         }
       } catch {}
     }, m.intervalMs);
   } else if (m.type === "go") {
     let r = null;
-    try { r = checkpoint(); } catch {}
-    postMessage({ type: "done", log: r?.log ?? -1, checkpointed: r?.checkpointed ?? -1 });
+    try {
+      db.exec("PRAGMA busy_timeout=" + m.waitMs);
+      r = db.query("PRAGMA wal_checkpoint(RESTART)").get();
+    } catch {}
+    try { db.exec("PRAGMA busy_timeout=1000"); } catch {}
+    backoff = r && r.busy === 0 ? interval : Math.min(backoff * 2, 8000);
+    nextAsk = Date.now() + backoff;
+    postMessage({ type: "done", busy: r ? r.busy : -1 });
   } else if (m.type === "stop") {
     clearInterval(timer);
     db?.close();
@@ -55,6 +66,8 @@ export type CheckpointerOptions = {
   intervalMs?: number;
   /** WAL frames past which the worker asks for a quiet moment (16 MB of 4 KiB pages). */
   quietFrames?: number;
+  /** Longest the quiet checkpoint waits for readers of older frames. */
+  quietWaitMs?: number;
   /** Longest the store holds its transactions back for one quiet checkpoint. */
   quietMaxMs?: number;
 };
@@ -62,17 +75,21 @@ export type CheckpointerOptions = {
 export class Checkpointer {
   private readonly worker: Worker;
   private readonly quietMaxMs: number;
+  private readonly quietWaitMs: number;
   /**
    * Set by the worker when it wants a quiet moment: shared memory, not a message, because a store
    * committing back to back runs from one microtask to the next and would not hear a message.
    */
   private readonly wants = new Int32Array(new SharedArrayBuffer(4));
   private waiting: ((m: { type: string }) => void) | null = null;
+  /** Quiet moments given so far. */
+  rounds = 0;
 
   /** `onFailure` runs if the worker dies (it cannot open the database, say): the writer then checkpoints as before. */
   constructor(path: string, onFailure: () => void, opts: CheckpointerOptions = {}) {
     const url = URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "application/javascript" }));
     this.quietMaxMs = opts.quietMaxMs ?? 1000;
+    this.quietWaitMs = opts.quietWaitMs ?? 200;
     this.worker = new Worker(url);
     this.worker.unref();
     this.worker.onerror = () => {
@@ -100,18 +117,19 @@ export class Checkpointer {
    */
   quiet(): Promise<void> {
     Atomics.store(this.wants, 0, 0);
-    return this.ask("go", "done", this.quietMaxMs);
+    this.rounds++;
+    return this.ask({ type: "go", waitMs: this.quietWaitMs }, "done", this.quietMaxMs);
   }
 
   /** Stops checkpointing and closes the worker's connection (so that a final TRUNCATE can complete). */
   async stop(): Promise<void> {
     this.worker.onerror = null; // the store is closing: nothing to fall back to
     Atomics.store(this.wants, 0, 0);
-    await this.ask("stop", "stopped", 1000);
+    await this.ask({ type: "stop" }, "stopped", 1000);
     this.worker.terminate();
   }
 
-  private ask(type: string, answer: string, boundMs: number): Promise<void> {
+  private ask(message: { type: string; waitMs?: number }, answer: string, boundMs: number): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
@@ -122,7 +140,7 @@ export class Checkpointer {
       this.waiting = (m) => {
         if (m.type === answer) done();
       };
-      this.worker.postMessage({ type });
+      this.worker.postMessage(message);
     });
   }
 }

@@ -351,6 +351,11 @@ export class SqliteStore implements Store {
     return this.memo.bytes;
   }
 
+  /** Quiet moments the write queue has given the checkpoint worker so far (see Checkpointer). */
+  quietRounds(): number {
+    return this.checkpointer?.rounds ?? 0;
+  }
+
   async *stream(resource: string, q: CompiledQuery): AsyncIterable<StoredRecord> {
     const [sql, args] = this.selectSql(resource, q);
     yield* this.rows<StoredRecord>(sql, args);
