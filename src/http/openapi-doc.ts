@@ -95,7 +95,7 @@ function recordSchema(def: ResourceDef): Schema {
  * sent, so they appear here, marked writeOnly; they never appear in a record schema.
  */
 function inputSchema(def: ResourceDef, only?: string[]): Schema {
-  const props: Record<string, Schema> = { uuid: { type: "string", description: "optional identifier on create" } };
+  const props: Record<string, Schema> = { uuid: { type: "string", description: "optional identifier on create; without one the server makes a UUIDv7 (time-ordered)" } };
   // A record read back may be sent as it is: the server ignores its system fields.
   for (const k of ["_created", "_modified", "_created_by", "_modified_by"]) props[k] = { ...SYSTEM_PROPS[k], description: "ignored (set by the server)" };
   for (const name of Object.keys(def.fields)) {
