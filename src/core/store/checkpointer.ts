@@ -21,6 +21,7 @@
  */
 const WORKER_SOURCE = `
 import { Database } from "bun:sqlite";
+import { statSync } from "node:fs";
 let db = null;
 let timer = null;
 let nextAsk = 0;
@@ -42,15 +43,18 @@ self.onmessage = (event) => {
       } catch {}
     }, m.intervalMs);
   } else if (m.type === "go") {
+    const seq = m.seq;
     let r = null;
     try {
       db.exec("PRAGMA busy_timeout=" + m.waitMs);
-      r = db.query("PRAGMA wal_checkpoint(RESTART)").get();
+      // A WAL file grown past the limit (a long reader held old frames) is cut back here, not by the writer.
+      const grown = (statSync(m.path + "-wal", { throwIfNoEntry: false })?.size ?? 0) > m.limitBytes;
+      r = db.query(grown ? "PRAGMA wal_checkpoint(TRUNCATE)" : "PRAGMA wal_checkpoint(RESTART)").get();
     } catch {}
     try { db.exec("PRAGMA busy_timeout=1000"); } catch {}
     backoff = r && r.busy === 0 ? interval : Math.min(backoff * 2, 8000);
     nextAsk = Date.now() + backoff;
-    postMessage({ type: "done", busy: r ? r.busy : -1 });
+    postMessage({ type: "done", seq, busy: r ? r.busy : -1 });
   } else if (m.type === "stop") {
     clearInterval(timer);
     db?.close();
@@ -59,8 +63,18 @@ self.onmessage = (event) => {
 };
 `;
 
-/** The writer's automatic checkpoint threshold while the worker runs: 64 MB of WAL (4 KiB pages). */
-export const FALLBACK_AUTOCHECKPOINT_PAGES = 16384;
+/**
+ * The writer's automatic checkpoint threshold while the worker runs: 1 GB of WAL (4 KiB pages), a
+ * last resort should the worker fall behind. A reader holding one snapshot for long (a slow
+ * export) keeps any checkpoint from passing it, so the WAL grows meanwhile (580 MB during a 20 s
+ * export under 32 creating clients). With the threshold at 64 MB, the first commit after that
+ * reader let go copied the whole backlog on the event loop: every request stopped for 1.2–1.7 s.
+ * The worker copies it in the background instead.
+ */
+export const FALLBACK_AUTOCHECKPOINT_PAGES = 262144;
+
+/** Size a WAL file is cut back to after it grew (SQLite's journal_size_limit; the worker does it while it runs). */
+export const WAL_SIZE_LIMIT = 64 * 1024 * 1024;
 
 export type CheckpointerOptions = {
   intervalMs?: number;
@@ -81,12 +95,12 @@ export class Checkpointer {
    * committing back to back runs from one microtask to the next and would not hear a message.
    */
   private readonly wants = new Int32Array(new SharedArrayBuffer(4));
-  private waiting: ((m: { type: string }) => void) | null = null;
+  private waiting: ((m: { type: string; seq?: number }) => void) | null = null;
   /** Quiet moments given so far. */
   rounds = 0;
 
   /** `onFailure` runs if the worker dies (it cannot open the database, say): the writer then checkpoints as before. */
-  constructor(path: string, onFailure: () => void, opts: CheckpointerOptions = {}) {
+  constructor(private readonly path: string, onFailure: () => void, opts: CheckpointerOptions = {}) {
     const url = URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "application/javascript" }));
     this.quietMaxMs = opts.quietMaxMs ?? 1000;
     this.quietWaitMs = opts.quietWaitMs ?? 200;
@@ -96,7 +110,7 @@ export class Checkpointer {
       Atomics.store(this.wants, 0, 0);
       onFailure();
     };
-    this.worker.onmessage = (event: MessageEvent<{ type: string }>) => this.waiting?.(event.data);
+    this.worker.onmessage = (event: MessageEvent<{ type: string; seq?: number }>) => this.waiting?.(event.data);
     this.worker.postMessage({
       type: "start",
       path,
@@ -118,7 +132,8 @@ export class Checkpointer {
   quiet(): Promise<void> {
     Atomics.store(this.wants, 0, 0);
     this.rounds++;
-    return this.ask({ type: "go", waitMs: this.quietWaitMs }, "done", this.quietMaxMs);
+    // Numbered: the late answer of a round the store stopped waiting for never ends the next one.
+    return this.ask({ type: "go", waitMs: this.quietWaitMs, seq: this.rounds, path: this.path, limitBytes: WAL_SIZE_LIMIT }, "done", this.quietMaxMs);
   }
 
   /** Stops checkpointing and closes the worker's connection (so that a final TRUNCATE can complete). */
@@ -129,7 +144,7 @@ export class Checkpointer {
     this.worker.terminate();
   }
 
-  private ask(message: { type: string; waitMs?: number }, answer: string, boundMs: number): Promise<void> {
+  private ask(message: { type: string; waitMs?: number; seq?: number; path?: string; limitBytes?: number }, answer: string, boundMs: number): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
@@ -138,7 +153,7 @@ export class Checkpointer {
       };
       const timer = setTimeout(done, boundMs);
       this.waiting = (m) => {
-        if (m.type === answer) done();
+        if (m.type === answer && m.seq === message.seq) done();
       };
       this.worker.postMessage(message);
     });
