@@ -124,3 +124,30 @@ test("a reader that holds old frames for long (an export) is waited for a little
   held.close();
   await s.close();
 });
+
+test("a WAL file grown while a reader held old frames is cut back by the worker once the reader lets go", async () => {
+  const path = join(dir, "grown.db");
+  const s = new SqliteStore(path, { readWorkers: 1, checkpoints: { intervalMs: 20, quietFrames: 64, quietWaitMs: 20, walLimitBytes: 1024 * 1024 } });
+  await s.syncSchema([def]);
+  await batch(s, 0);
+  const { Database } = await import("bun:sqlite");
+  const held = new Database(path, { readonly: true });
+  held.exec("BEGIN");
+  held.query("SELECT count(*) FROM sqlite_master").get();
+  await batch(s, 1000);
+  await batch(s, 2000);
+  const grown = statSync(`${path}-wal`).size;
+  expect(grown).toBeGreaterThan(2_000_000);
+  held.exec("COMMIT");
+  held.close();
+  // Small writes go on; a quiet round (after its backoff, at most 8 s) truncates the file. The
+  // writer itself never shrinks it (journal_size_limit -1 while the worker runs).
+  let size = grown;
+  for (let i = 0; i < 600 && size >= grown / 2; i++) {
+    await s.transaction(async (tx) => tx.insert("items", { uuid: `g${i}`, data: "{}", _created: 1, _modified: 1, _created_by: null, _modified_by: null }));
+    await Bun.sleep(15);
+    size = statSync(`${path}-wal`).size;
+  }
+  expect(size).toBeLessThan(grown / 2);
+  await s.close();
+}, 30_000);

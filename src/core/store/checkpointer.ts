@@ -84,12 +84,15 @@ export type CheckpointerOptions = {
   quietWaitMs?: number;
   /** Longest the store holds its transactions back for one quiet checkpoint. */
   quietMaxMs?: number;
+  /** A WAL file larger than this is cut back in a quiet round (WAL_SIZE_LIMIT). */
+  walLimitBytes?: number;
 };
 
 export class Checkpointer {
   private readonly worker: Worker;
   private readonly quietMaxMs: number;
   private readonly quietWaitMs: number;
+  private readonly walLimitBytes: number;
   /**
    * Set by the worker when it wants a quiet moment: shared memory, not a message, because a store
    * committing back to back runs from one microtask to the next and would not hear a message.
@@ -104,6 +107,7 @@ export class Checkpointer {
     const url = URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "application/javascript" }));
     this.quietMaxMs = opts.quietMaxMs ?? 1000;
     this.quietWaitMs = opts.quietWaitMs ?? 200;
+    this.walLimitBytes = opts.walLimitBytes ?? WAL_SIZE_LIMIT;
     this.worker = new Worker(url);
     this.worker.unref();
     this.worker.onerror = () => {
@@ -133,7 +137,7 @@ export class Checkpointer {
     Atomics.store(this.wants, 0, 0);
     this.rounds++;
     // Numbered: the late answer of a round the store stopped waiting for never ends the next one.
-    return this.ask({ type: "go", waitMs: this.quietWaitMs, seq: this.rounds, path: this.path, limitBytes: WAL_SIZE_LIMIT }, "done", this.quietMaxMs);
+    return this.ask({ type: "go", waitMs: this.quietWaitMs, seq: this.rounds, path: this.path, limitBytes: this.walLimitBytes }, "done", this.quietMaxMs);
   }
 
   /** Stops checkpointing and closes the worker's connection (so that a final TRUNCATE can complete). */
