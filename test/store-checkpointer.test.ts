@@ -7,7 +7,9 @@ import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Database } from "bun:sqlite";
 import { SqliteStore } from "../src/core/store/sqlite";
+import type { CheckpointerOptions } from "../src/core/store/checkpointer";
 import { buildDefinition } from "../src/core/definitions/load";
 
 const dir = mkdtempSync(join(tmpdir(), "resd-ckpt-"));
@@ -94,16 +96,19 @@ test("readers in the worker pool running all the while do not keep the WAL from 
   await s.close();
 });
 
-test("a reader that holds old frames for long (an export) is waited for a little, then less and less often", async () => {
-  const path = join(dir, "long.db");
-  const s = new SqliteStore(path, { readWorkers: 1, checkpoints: { intervalMs: 20, quietFrames: 64, quietWaitMs: 50 } });
+/** A store with its first 1,000 rows, and another connection holding a read transaction on that state. */
+async function heldAfterFirstBatch(path: string, checkpoints: CheckpointerOptions) {
+  const s = new SqliteStore(path, { readWorkers: 1, checkpoints });
   await s.syncSchema([def]);
   await batch(s, 0);
-  // Another connection keeps a read transaction open on the state after the first batch.
-  const { Database } = await import("bun:sqlite");
   const held = new Database(path, { readonly: true });
   held.exec("BEGIN");
   held.query("SELECT count(*) FROM sqlite_master").get();
+  return { s, release: () => { held.exec("COMMIT"); held.close(); } };
+}
+
+test("a reader that holds old frames for long (an export) is waited for a little, then less and less often", async () => {
+  const { s, release } = await heldAfterFirstBatch(join(dir, "long.db"), { intervalMs: 20, quietFrames: 64, quietWaitMs: 50 });
   const row = (i: number) => ({ uuid: `l${i}`, data: JSON.stringify({ body: `${i} ${"w".repeat(500)}` }), _created: 1, _modified: 1, _created_by: null, _modified_by: null });
   const from = s.quietRounds();
   const until = Date.now() + 2000;
@@ -120,26 +125,18 @@ test("a reader that holds old frames for long (an export) is waited for a little
   expect(rounds).toBeGreaterThan(0);
   expect(rounds).toBeLessThan(10);
   expect(commits).toBeGreaterThan(rounds * 5);
-  held.exec("COMMIT");
-  held.close();
+  release();
   await s.close();
 });
 
 test("a WAL file grown while a reader held old frames is cut back by the worker once the reader lets go", async () => {
   const path = join(dir, "grown.db");
-  const s = new SqliteStore(path, { readWorkers: 1, checkpoints: { intervalMs: 20, quietFrames: 64, quietWaitMs: 20, walLimitBytes: 1024 * 1024 } });
-  await s.syncSchema([def]);
-  await batch(s, 0);
-  const { Database } = await import("bun:sqlite");
-  const held = new Database(path, { readonly: true });
-  held.exec("BEGIN");
-  held.query("SELECT count(*) FROM sqlite_master").get();
+  const { s, release } = await heldAfterFirstBatch(path, { intervalMs: 20, quietFrames: 64, quietWaitMs: 20, walLimitBytes: 1024 * 1024 });
   await batch(s, 1000);
   await batch(s, 2000);
   const grown = statSync(`${path}-wal`).size;
   expect(grown).toBeGreaterThan(2_000_000);
-  held.exec("COMMIT");
-  held.close();
+  release();
   // Small writes go on; a quiet round (after its backoff, at most 8 s) truncates the file. The
   // writer itself never shrinks it (journal_size_limit -1 while the worker runs).
   let size = grown;
