@@ -23,6 +23,8 @@ const WORKER_SOURCE = `
 import { Database } from "bun:sqlite";
 import { statSync } from "node:fs";
 let db = null;
+let walPath = "";
+let limitBytes = 0;
 let timer = null;
 let nextAsk = 0;
 let interval = 250;
@@ -31,6 +33,8 @@ self.onmessage = (event) => {
   const m = event.data;
   if (m.type === "start") {
     db = new Database(m.path, { strict: true });
+    walPath = m.path + "-wal";
+    limitBytes = m.limitBytes;
     db.exec("PRAGMA busy_timeout=1000; PRAGMA cache_size=-2048; PRAGMA mmap_size=0;");
     interval = backoff = m.intervalMs;
     timer = setInterval(() => {
@@ -43,18 +47,21 @@ self.onmessage = (event) => {
       } catch {}
     }, m.intervalMs);
   } else if (m.type === "go") {
-    const seq = m.seq;
+    // A failed round (an error counts as one) backs off like a busy one; the store goes on either way.
     let r = null;
+    db.exec("PRAGMA busy_timeout=" + m.waitMs);
     try {
-      db.exec("PRAGMA busy_timeout=" + m.waitMs);
       // A WAL file grown past the limit (a long reader held old frames) is cut back here, not by the writer.
-      const grown = (statSync(m.path + "-wal", { throwIfNoEntry: false })?.size ?? 0) > m.limitBytes;
+      const grown = (statSync(walPath, { throwIfNoEntry: false })?.size ?? 0) > limitBytes;
       r = db.query(grown ? "PRAGMA wal_checkpoint(TRUNCATE)" : "PRAGMA wal_checkpoint(RESTART)").get();
-    } catch {}
-    try { db.exec("PRAGMA busy_timeout=1000"); } catch {}
+    } catch {
+      r = null;
+    } finally {
+      db.exec("PRAGMA busy_timeout=1000");
+    }
     backoff = r && r.busy === 0 ? interval : Math.min(backoff * 2, 8000);
     nextAsk = Date.now() + backoff;
-    postMessage({ type: "done", seq, busy: r ? r.busy : -1 });
+    postMessage({ type: "done", seq: m.seq, busy: r ? r.busy : -1 });
   } else if (m.type === "stop") {
     clearInterval(timer);
     db?.close();
@@ -92,7 +99,6 @@ export class Checkpointer {
   private readonly worker: Worker;
   private readonly quietMaxMs: number;
   private readonly quietWaitMs: number;
-  private readonly walLimitBytes: number;
   /**
    * Set by the worker when it wants a quiet moment: shared memory, not a message, because a store
    * committing back to back runs from one microtask to the next and would not hear a message.
@@ -103,11 +109,10 @@ export class Checkpointer {
   rounds = 0;
 
   /** `onFailure` runs if the worker dies (it cannot open the database, say): the writer then checkpoints as before. */
-  constructor(private readonly path: string, onFailure: () => void, opts: CheckpointerOptions = {}) {
+  constructor(path: string, onFailure: () => void, opts: CheckpointerOptions = {}) {
     const url = URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "application/javascript" }));
     this.quietMaxMs = opts.quietMaxMs ?? 1000;
     this.quietWaitMs = opts.quietWaitMs ?? 200;
-    this.walLimitBytes = opts.walLimitBytes ?? WAL_SIZE_LIMIT;
     this.worker = new Worker(url);
     this.worker.unref();
     this.worker.onerror = () => {
@@ -120,6 +125,7 @@ export class Checkpointer {
       path,
       intervalMs: opts.intervalMs ?? 250,
       quietFrames: opts.quietFrames ?? 4096,
+      limitBytes: opts.walLimitBytes ?? WAL_SIZE_LIMIT,
       wanted: this.wants,
     });
   }
@@ -137,7 +143,7 @@ export class Checkpointer {
     Atomics.store(this.wants, 0, 0);
     this.rounds++;
     // Numbered: the late answer of a round the store stopped waiting for never ends the next one.
-    return this.ask({ type: "go", waitMs: this.quietWaitMs, seq: this.rounds, path: this.path, limitBytes: this.walLimitBytes }, "done", this.quietMaxMs);
+    return this.ask({ type: "go", waitMs: this.quietWaitMs, seq: this.rounds }, "done", this.quietMaxMs);
   }
 
   /** Stops checkpointing and closes the worker's connection (so that a final TRUNCATE can complete). */
@@ -148,7 +154,7 @@ export class Checkpointer {
     this.worker.terminate();
   }
 
-  private ask(message: { type: string; waitMs?: number; seq?: number; path?: string; limitBytes?: number }, answer: string, boundMs: number): Promise<void> {
+  private ask(message: { type: string; waitMs?: number; seq?: number }, answer: string, boundMs: number): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);

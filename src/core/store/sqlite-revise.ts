@@ -132,19 +132,32 @@ function keyOf(expr: string, data: Record<string, unknown>, row: StoredRecord): 
 }
 
 /**
+ * How a new row sorts against row `b` on the order's keys up to the row id: below 0 before, above
+ * 0 after, 0 when only the row ids (or nothing) tell them apart; undefined when a key is not plain
+ * (only SQLite can say).
+ */
+function compareKeys(order: SortKey[], a: Fresh, b: StoredRecord, bData: () => Record<string, unknown>): number | undefined {
+  for (const { expr, desc } of order) {
+    if (expr === "id") return 0;
+    const x = keyOf(expr, a.data, a.row);
+    const y = keyOf(expr, bData(), b);
+    if (x === UNKNOWN || y === UNKNOWN) return undefined;
+    const c = compare(x, y);
+    if (c !== 0) return desc ? -c : c;
+  }
+  return 0;
+}
+
+/** The row id key of an order, if it has one (it is the last). */
+const idKey = (order: SortKey[]) => order.find((k) => k.expr === "id");
+
+/**
  * Does a new row sort no later than an existing row `last`? Judged here when every key is plain,
  * else undefined. The last key is the row id, and a new row's id is larger than any existing one.
  */
 function newSortsNoLater(order: SortKey[], fresh: Fresh, last: StoredRecord, lastData: () => Record<string, unknown>): boolean | undefined {
-  for (const { expr, desc } of order) {
-    if (expr === "id") return desc;
-    const a = keyOf(expr, fresh.data, fresh.row);
-    const b = keyOf(expr, lastData(), last);
-    if (a === UNKNOWN || b === UNKNOWN) return undefined;
-    const c = compare(a, b);
-    if (c !== 0) return desc ? c > 0 : c < 0;
-  }
-  return true;
+  const c = compareKeys(order, fresh, last, lastData);
+  return c === undefined ? undefined : c !== 0 ? c < 0 : (idKey(order)?.desc ?? true);
 }
 
 export function reviseAnswers(db: Database, table: string, newAbove: number, groups: FilterGroup[], get: (key: string) => Remembered): Map<string, Revision> {
@@ -261,15 +274,10 @@ function reached(db: Database, table: string, matched: Fresh[], pages: Page[]): 
 
 /** The order of two new rows: by their keys, the row id last (plain keys only, else undefined). */
 function newBeforeNew(order: SortKey[], a: Fresh, b: Fresh): boolean | undefined {
-  for (const { expr, desc } of order) {
-    if (expr === "id") return desc ? a.id > b.id : a.id < b.id;
-    const x = keyOf(expr, a.data, a.row);
-    const y = keyOf(expr, b.data, b.row);
-    if (x === UNKNOWN || y === UNKNOWN) return undefined;
-    const c = compare(x, y);
-    if (c !== 0) return desc ? c > 0 : c < 0;
-  }
-  return false;
+  const c = compareKeys(order, a, b.row, () => b.data);
+  if (c !== 0) return c === undefined ? undefined : c < 0;
+  const id = idKey(order);
+  return id ? (id.desc ? a.id > b.id : a.id < b.id) : false;
 }
 
 /**
