@@ -22,6 +22,7 @@ import { BoundedMemo, CommitMemo, rowBytes, type FilterTag, type MemoTag, type R
 import { equalitiesOf, equalityFields, reviseAnswers } from "./sqlite-revise";
 import { ReadPool } from "./read-pool";
 import { COLS, SqliteReads } from "./sqlite-reads";
+import { GramLists, intersect } from "./gram-lists";
 import type { AccessStore, CompiledQuery, DetachedReads, HistoryEntry, SchemaChange, SqlValue, Store, StoreNow, StoreTx, StoredRecord, TxOptions } from "./types";
 
 const BATCH = 512;
@@ -29,6 +30,8 @@ const BATCH = 512;
 const PAGE_CACHE_ROWS = 200;
 /** A trigram held by at most this many records makes a search cheap enough to run without a worker (~0.3 ms). */
 const RARE_TRIGRAM = 5000;
+/** A trigram held by more records than this is not read into a kept list (see GramLists). */
+const LISTED_TRIGRAM = 20_000;
 /** Trigrams of one search term whose record counts are looked at. */
 const MAX_GRAMS = 16;
 /** Candidates few enough to read their rows without a worker. */
@@ -109,6 +112,7 @@ export class SqliteStore implements Store {
   private draining = false;
   /** Cached answers: revised by our own commits, all dropped by another process's (see CommitMemo). */
   private readonly memo: CommitMemo;
+  private readonly gramLists: GramLists;
   private readonly versionStmt: Statement;
 
   private pool: ReadPool | null = null;
@@ -117,7 +121,10 @@ export class SqliteStore implements Store {
   private readonly queryBudgetMs: number;
 
   constructor(readonly path: string, opts: { cacheMaxBytes?: number; readWorkers?: number; queryBudgetMs?: number; mmapSize?: number; checkpoints?: CheckpointerOptions } = {}) {
-    this.memo = new CommitMemo(opts.cacheMaxBytes ?? 64 * 1024 * 1024, () => this.version());
+    // A third of the cache budget holds the search index's row ids per trigram (see GramLists).
+    const cacheBytes = opts.cacheMaxBytes ?? 96 * 1024 * 1024;
+    this.memo = new CommitMemo(cacheBytes - Math.floor(cacheBytes / 3), () => this.version());
+    this.gramLists = new GramLists(Math.floor(cacheBytes / 3), () => this.version());
     this.readWorkers = path === ":memory:" ? 0 : (opts.readWorkers ?? 2);
     this.queryBudgetMs = opts.queryBudgetMs ?? 10_000;
     if (path !== ":memory:") {
@@ -189,6 +196,7 @@ export class SqliteStore implements Store {
       return await this.transaction(async () => all.flatMap((d) => syncResource(this.writer, d, this.dialect)));
     } finally {
       this.memo.dropAll();
+      this.gramLists.dropAll();
       this.plans.clear();
     }
   }
@@ -274,9 +282,13 @@ export class SqliteStore implements Store {
       const where = `WHERE id IN (SELECT rowid FROM ${searchTable(resource)} WHERE ${searchTable(resource)} MATCH ?) AND ${rest}`;
       return { ...q, where, args: [match, ...scan.args], search: undefined, small: known.length > 0 && known[0].docs <= FEW_CANDIDATES };
     }
-    const ids = await this.remember(BoundedMemo.key("candidates", resource, match),
-      async () => (await this.readAll<{ id: number }>(`SELECT rowid AS id FROM ${searchTable(resource)} WHERE ${searchTable(resource)} MATCH ?`, [match], rare)).map((r) => r.id),
-      (v) => v.length * 16, () => ({ kind: "any", resource }));
+    // Any of a term's trigrams bounds its candidates, so lists too long to keep are left out of the
+    // intersection rather than read (the row-level condition decides either way).
+    const listed = known.filter((k) => k.docs <= LISTED_TRIGRAM).slice(0, 3);
+    const ids = listed.length ? await this.gramCandidates(resource, listed)
+      : await this.remember(BoundedMemo.key("candidates", resource, match),
+        async () => (await this.readAll<{ id: number }>(`SELECT rowid AS id FROM ${searchTable(resource)} WHERE ${searchTable(resource)} MATCH ?`, [match], rare)).map((r) => r.id),
+        (v) => v.length * 16, () => ({ kind: "any", resource }));
     // Most records match: a page is read in order faster than sorting every candidate.
     if (ids.length > COMMON_TERM && q.limit !== null && q.offset < COMMON_TERM) return asScan;
     return { ...q, where: `WHERE id IN (SELECT value FROM json_each(?)) AND ${rest}`, args: [JSON.stringify(ids), ...scan.args], search: undefined, small: ids.length <= FEW_CANDIDATES };
@@ -312,9 +324,31 @@ export class SqliteStore implements Store {
     return ok;
   }
 
+  /** Records holding every one of a term's rarest ASCII trigrams: the intersection of their kept lists. */
+  private async gramCandidates(resource: string, picked: { g: string; docs: number }[]): Promise<number[]> {
+    return intersect(await Promise.all(picked.map(({ g, docs }) => this.gramList(resource, g.toLowerCase(), docs))));
+  }
+
+  /** The ids of records whose search text holds `gram`, ascending; read from the index once, then kept (see GramLists). */
+  private async gramList(resource: string, gram: string, docs: number): Promise<ArrayLike<number>> {
+    const kept = this.gramLists.get(resource, gram);
+    if (kept) return kept;
+    const gen = this.gramLists.generation(resource);
+    const fts = searchTable(resource);
+    // One JSON text crosses from a worker (and out of SQLite) for less than thousands of row objects.
+    const [row] = await this.readAll<{ ids: string }>(`SELECT json_group_array(id) AS ids FROM (SELECT rowid AS id FROM ${fts} WHERE ${fts} MATCH ? ORDER BY rowid)`, [`"${gram.replace(/"/g, '""')}"`], docs <= RARE_TRIGRAM);
+    const parsed = JSON.parse(row!.ids) as number[];
+    // Row ids past 2^31 (rare) stay as they are and are not kept.
+    const ids = parsed.every((id) => id <= 0x7fffffff) ? Int32Array.from(parsed) : parsed;
+    this.gramLists.put(resource, gram, ids, gen);
+    return ids;
+  }
+
   /** Records whose search text holds a trigram (at most MAX_CANDIDATES + 1); kept a while (it only steers). */
   private readonly gramCache = new Map<string, { docs: number; at: number }>();
   private gramDocs(resource: string, gram: string): number {
+    const list = this.gramLists.get(resource, gram);
+    if (list) return list.length;
     const key = `${resource}\0${gram}`;
     const hit = this.gramCache.get(key);
     if (hit && performance.now() - hit.at < GRAM_TTL_MS) return hit.docs;
@@ -681,8 +715,13 @@ export class SqliteStore implements Store {
   private revise(writes: Map<string, ResourceWrite>): void {
     try {
       this.memo.committed(writes, (resource, newAbove, groups, get) => reviseAnswers(this.writer, this.dialect.table(resource), newAbove, groups, get));
+      for (const [resource, w] of writes) {
+        this.gramLists.committed(resource, w === "rewritten" ? null : w.newAbove, (above, limit) =>
+          this.writer.query(`SELECT rowid AS id, c0 AS text FROM ${searchTextTable(resource)} WHERE rowid > ? ORDER BY rowid LIMIT ?`).all(above, limit) as { id: number; text: string }[]);
+      }
     } catch (e) {
       this.memo.dropAll();
+      this.gramLists.dropAll();
       console.error(`resd: cached answers dropped after a commit (revising them failed): ${(e as Error).stack ?? e}`);
     }
   }
