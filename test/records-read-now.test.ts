@@ -129,6 +129,16 @@ describe("GET one record, answered in place", () => {
     const lines = s.output().split("\n").filter((l) => l.includes("log-check-7"));
     expect(lines.length).toBe(2);
     for (const l of lines) expect(l).toMatch(/ GET \/api\/v1\/items\/one 200 [\d.]+ms reader@example\.com log-check-7$/);
+ 
+    // The path the router matched, never the query string (it may carry secrets).
+    const q = await call(s.base, "GET", "/api/v1/items/one?token=secret-q", { token: readerToken, headers: { "x-request-id": "log-check-8" } });
+    expect(q.status).toBe(200);
+    expect(q.headers.get("x-request-id")).toBe("log-check-8");
+    await Bun.sleep(100);
+    const withQuery = s.output().split("\n").filter((l) => l.includes("log-check-8"));
+    expect(withQuery.length).toBe(1);
+    expect(withQuery[0]).toMatch(/ GET \/api\/v1\/items\/one 200 [\d.]+ms reader@example\.com log-check-8$/);
+    expect(s.output()).not.toContain("secret-q");
   });
 
   test("a bad bearer header, an unknown resource and a session cookie still get the general answers", async () => {

@@ -30,7 +30,7 @@ export const requestInfo = new WeakMap<Request, { id: string; user: string }>();
 export function makeCtx(site: Site, request: Request): Ctx {
   let p: Promise<Principal> | null = null;
   let u: URL | null = null;
-  const requestId = request.headers.get("x-request-id")?.slice(0, 64) || crypto.randomUUID();
+  const requestId = requestIdOf(request);
   const info = { id: requestId, user: "anonymous" };
   requestInfo.set(request, info);
   return {
@@ -51,6 +51,9 @@ export function makeCtx(site: Site, request: Request): Ctx {
     json: () => readJson(request, site.config.maxUpload),
   };
 }
+
+/** The client's X-Request-Id (at most 64 characters), else a new one. */
+export const requestIdOf = (request: Request): string => request.headers.get("x-request-id")?.slice(0, 64) || crypto.randomUUID();
 
 export async function handle(site: Site, request: Request, fn: (c: Ctx) => Promise<Response> | Response): Promise<Response> {
   const c = makeCtx(site, request);
