@@ -6,6 +6,7 @@ import { existsSync, readFileSync, mkdirSync, writeFileSync, appendFileSync, chm
 import { join, resolve } from "node:path";
 import { randomBytes } from "node:crypto";
 import { AppError } from "./errors";
+import { DEFAULT_CACHE_BYTES } from "./store/memo";
 
 export type Source = "flag" | "env" | ".env" | "default" | "generated";
 
@@ -69,7 +70,7 @@ export const SETTINGS = {
   passwordMinLength: { env: "RESD_PASSWORD_MIN_LENGTH", default: 10, parse: int(1, 1024), help: "fewest characters a password may have, however it is set (API, import, CLI); 422 / exit 2 below it" } as Spec<number>,
   loginLock: { env: "RESD_LOGIN_LOCK", default: 60, parse: int(1, 86400), help: "seconds an account is locked after too many failed logins; doubles per further failure, at most one hour" } as Spec<number>,
   maxLimit: { env: "RESD_MAX_LIMIT", default: 0, parse: int(0), help: "largest `limit` a list accepts (0 = no maximum)" } as Spec<number>,
-  cacheMaxBytes: { env: "RESD_CACHE_MAX_BYTES", default: 96 * 1024 * 1024, parse: int(0), help: "bytes of list pages and totals (two thirds) and of the search index's record ids per trigram (a third) kept in memory between writes (0 = no cache)" } as Spec<number>,
+  cacheMaxBytes: { env: "RESD_CACHE_MAX_BYTES", default: DEFAULT_CACHE_BYTES, parse: int(0), help: "bytes of list pages and totals (two thirds) and of the search index's record ids per trigram (a third) kept in memory between writes (0 = no cache)" } as Spec<number>,
   mmapSize: { env: "RESD_MMAP_SIZE", default: 0, parse: int(0, SQLITE_MAX_MMAP), help: "bytes of the SQLite file the server reads through memory mapping for short reads (one record, small pages); they count in the resident size as the kernel's file cache (0 = off, the default; at most 2147418112, SQLite's own limit)" } as Spec<number>,
   readWorkers: { env: "RESD_READ_WORKERS", default: 2, parse: int(0, 64), help: "worker threads that run list queries and counts off the event loop (0 = on the event loop)" } as Spec<number>,
   queryTimeout: { env: "RESD_QUERY_TIMEOUT", default: 10_000, parse: int(100, 3_600_000), help: "milliseconds a list query or count may run; past it the request gets 503 with Retry-After" } as Spec<number>,

@@ -137,6 +137,11 @@ export type FilterTag = { key: string; where: string; args: SqlValue[]; equaliti
 export type FilterGroup = { filter: FilterTag; keys: Set<string> };
 export type Remembered = { tag: MemoTag; value: unknown };
 
+/** RESD_CACHE_MAX_BYTES's default; two thirds hold pages and totals, a third SQLite's kept search lists (GramLists). */
+export const DEFAULT_CACHE_BYTES = 96 * 1024 * 1024;
+/** The memo's share of the cache budget. */
+export const memoShare = (cacheBytes: number) => cacheBytes - Math.floor(cacheBytes / 3);
+
 /** What a commit of this process wrote to one resource: rows above `newAbove` only, or anything. */
 export type ResourceWrite = { newAbove: number } | "rewritten";
 

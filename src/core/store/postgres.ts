@@ -11,7 +11,7 @@ import { hostname } from "node:os";
 import { AppError } from "../errors";
 import { maskUrl } from "../config";
 import type { ResourceDef } from "../definitions/types";
-import { CommitMemo, BoundedMemo, rowBytes } from "./memo";
+import { CommitMemo, BoundedMemo, DEFAULT_CACHE_BYTES, memoShare, rowBytes } from "./memo";
 import { numbered, PgDialect } from "./postgres-dialect";
 import { migrateInternal, SCHEMA_LOCK, syncResource } from "./postgres-schema";
 import { PgJobs, insertPgJob } from "./postgres-jobs";
@@ -80,7 +80,7 @@ export class PgStore implements Store {
     this.sql = new SQL(url, options);
     this.writeSql = new SQL(url, options);
     this.queryBudgetMs = opts.queryBudgetMs ?? 10_000;
-    this.memo = new CommitMemo(opts.cacheMaxBytes ?? 64 * 1024 * 1024, () => this.version());
+    this.memo = new CommitMemo(memoShare(opts.cacheMaxBytes ?? DEFAULT_CACHE_BYTES), () => this.version());
     this.jobs = new PgJobs(this);
     this.access = new PgAccessStore(this);
   }

@@ -18,7 +18,7 @@ import { Checkpointer, FALLBACK_AUTOCHECKPOINT_PAGES, WAL_SIZE_LIMIT, type Check
 import { countCaptureSql, flushCounts, flushSearchIndex, migrateInternal, searchTable, searchTextTable, syncResource } from "./sqlite-schema";
 import { SqliteJobs, insertJob } from "./sqlite-jobs";
 import { SqliteAccessStore } from "./access-sqlite";
-import { BoundedMemo, CommitMemo, rowBytes, type FilterTag, type MemoTag, type ResourceWrite } from "./memo";
+import { BoundedMemo, CommitMemo, DEFAULT_CACHE_BYTES, memoShare, rowBytes, type FilterTag, type MemoTag, type ResourceWrite } from "./memo";
 import { equalitiesOf, equalityFields, reviseAnswers } from "./sqlite-revise";
 import { ReadPool } from "./read-pool";
 import { COLS, SqliteReads } from "./sqlite-reads";
@@ -122,9 +122,9 @@ export class SqliteStore implements Store {
 
   constructor(readonly path: string, opts: { cacheMaxBytes?: number; readWorkers?: number; queryBudgetMs?: number; mmapSize?: number; checkpoints?: CheckpointerOptions } = {}) {
     // A third of the cache budget holds the search index's row ids per trigram (see GramLists).
-    const cacheBytes = opts.cacheMaxBytes ?? 96 * 1024 * 1024;
-    this.memo = new CommitMemo(cacheBytes - Math.floor(cacheBytes / 3), () => this.version());
-    this.gramLists = new GramLists(Math.floor(cacheBytes / 3), () => this.version());
+    const cacheBytes = opts.cacheMaxBytes ?? DEFAULT_CACHE_BYTES;
+    this.memo = new CommitMemo(memoShare(cacheBytes), () => this.version());
+    this.gramLists = new GramLists(cacheBytes - memoShare(cacheBytes), () => this.version());
     this.readWorkers = path === ":memory:" ? 0 : (opts.readWorkers ?? 2);
     this.queryBudgetMs = opts.queryBudgetMs ?? 10_000;
     if (path !== ":memory:") {
