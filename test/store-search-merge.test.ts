@@ -1,4 +1,4 @@
-/** The search index is one merged segment after a build; an index of the previous version is merged, not rebuilt. */
+/** The search index is one merged segment after a build; an index of an earlier version is merged or set, not rebuilt. */
 import { afterEach, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -32,7 +32,7 @@ test("a version 2 search index is merged into one segment at the next sync, and 
   for (let i = 0; i < 300; i++) await store.transaction(async (tx) => tx.insert("notes", { uuid: crypto.randomUUID(), data: JSON.stringify({ title: `note number ${i}` }), _created: i, _modified: i, _created_by: null, _modified_by: null }));
   await store.close();
   const db = new Database(path);
-  db.query("UPDATE _resd_derived SET spec = replace(spec, '\"v\":3', '\"v\":2') WHERE resource = 'notes' AND kind = 'search'").run();
+  db.query("UPDATE _resd_derived SET spec = replace(spec, '\"v\":4', '\"v\":2') WHERE resource = 'notes' AND kind = 'search'").run();
   db.close();
   const before = segments(path);
   store = new SqliteStore(path, { readWorkers: 0 });
@@ -41,6 +41,41 @@ test("a version 2 search index is merged into one segment at the next sync, and 
   expect(segments(path)).toBeLessThan(before);
   const q = compileList(store.dialect, def, parseListParams({ search: "number 123", limit: "10" }));
   expect((await store.page("notes", q)).map((r) => JSON.parse(r.data).title)).toEqual(["note number 123"]);
+  expect(await store.syncSchema([def])).toEqual([]);
+  await store.close();
+});
+
+const automerge = (path: string) => {
+  const db = new Database(path, { readonly: true });
+  try {
+    return (db.query(`SELECT v FROM "s:notes_config" WHERE k = 'automerge'`).get() as { v: number } | null)?.v ?? null;
+  } finally {
+    db.close();
+  }
+};
+
+test("a new index merges 8 segments at a time; a version 3 index is set so at the next sync, not rebuilt", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "resd-merge-"));
+  dirs.push(dir);
+  const path = join(dir, "resd.db");
+  let store = new SqliteStore(path, { readWorkers: 0 });
+  await store.syncSchema([def]);
+  expect(automerge(path)).toBe(8);
+  for (let i = 0; i < 20; i++) await store.transaction(async (tx) => tx.insert("notes", { uuid: crypto.randomUUID(), data: JSON.stringify({ title: `note number ${i}` }), _created: i, _modified: i, _created_by: null, _modified_by: null }));
+  await store.close();
+  // As a version 3 index was: FTS5's default setting.
+  const db = new Database(path);
+  db.exec(`INSERT INTO "s:notes" ("s:notes", rank) VALUES ('automerge', 4)`);
+  db.query("UPDATE _resd_derived SET spec = replace(spec, '\"v\":4', '\"v\":3') WHERE resource = 'notes' AND kind = 'search'").run();
+  db.close();
+  expect(automerge(path)).toBe(4);
+  const before = segments(path);
+  store = new SqliteStore(path, { readWorkers: 0 });
+  expect(await store.syncSchema([def])).toEqual([{ resource: "notes", action: "index-added", detail: "search index merges 8 segments at a time" }]);
+  expect(automerge(path)).toBe(8);
+  expect(segments(path)).toBe(before);
+  const q = compileList(store.dialect, def, parseListParams({ search: "number 13", limit: "10" }));
+  expect((await store.page("notes", q)).map((r) => JSON.parse(r.data).title)).toEqual(["note number 13"]);
   expect(await store.syncSchema([def])).toEqual([]);
   await store.close();
 });
