@@ -40,3 +40,25 @@ test("an expired lease is claimed before queued jobs, and queued jobs oldest fir
   await store.close();
   rmSync(dir, { recursive: true, force: true });
 });
+
+test("an idle worker's poll writes nothing: no transaction, so cached answers and counts in flight are left alone", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "resd-jobs-"));
+  const store = new SqliteStore(join(dir, "resd.db"));
+  const now = Date.now();
+  // Every transaction is a commit of this process: it drops answers and makes a parallel count start over.
+  let transactions = 0;
+  const real = store.transaction.bind(store);
+  store.transaction = ((fn, opts) => {
+    transactions++;
+    return real(fn, opts);
+  }) as typeof store.transaction;
+  expect(await store.jobs.claim(now, 60_000, 5)).toBeNull();
+  expect(transactions).toBe(0);
+  await real(async (tx) => tx.enqueueJob({ type: "t", resource: "r", action: "create", uuid: "due", payload: "{}", run_at: now + 1_000 }));
+  expect(await store.jobs.claim(now, 60_000, 5)).toBeNull(); // queued, not due yet
+  expect(transactions).toBe(0);
+  expect((await store.jobs.claim(now + 2_000, 60_000, 5))?.uuid).toBe("due");
+  expect(transactions).toBe(1);
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
