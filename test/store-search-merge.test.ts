@@ -12,30 +12,39 @@ import { buildDefinition } from "../src/core/definitions/load";
 const dirs: string[] = [];
 afterEach(() => { for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true }); });
 const def = buildDefinition("notes", { fields: { title: { type: "text" } } } as never, null);
-const segments = (path: string) => {
+/** One value read from the site's file, on a connection of its own. */
+const readValue = <T>(path: string, sql: string): T | null => {
   const db = new Database(path, { readonly: true });
   try {
-    // The rows of the index's data table: segments and their pages (fewer after a merge).
-    return (db.query(`SELECT count(*) AS n FROM "s:notes_data"`).get() as { n: number }).n;
+    return (db.query(sql).get() as { v: T } | null)?.v ?? null;
   } finally {
     db.close();
   }
 };
+// The rows of the index's data table: segments and their pages (fewer after a merge).
+const segments = (path: string) => readValue<number>(path, `SELECT count(*) AS v FROM "s:notes_data"`)!;
+const automerge = (path: string) => readValue<number>(path, `SELECT v FROM "s:notes_config" WHERE k = 'automerge'`);
 
-test("a version 2 search index is merged into one segment at the next sync, and finds the same records", async () => {
+/** A site's file with the notes index built, `n` notes written one transaction each, the store closed. */
+async function indexWithNotes(n: number): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), "resd-merge-"));
   dirs.push(dir);
   const path = join(dir, "resd.db");
-  let store = new SqliteStore(path, { readWorkers: 0 });
+  const store = new SqliteStore(path, { readWorkers: 0 });
   await store.syncSchema([def]);
-  // Many small transactions leave many segments, as before the merge existed.
-  for (let i = 0; i < 300; i++) await store.transaction(async (tx) => tx.insert("notes", { uuid: crypto.randomUUID(), data: JSON.stringify({ title: `note number ${i}` }), _created: i, _modified: i, _created_by: null, _modified_by: null }));
+  for (let i = 0; i < n; i++) await store.transaction(async (tx) => tx.insert("notes", { uuid: crypto.randomUUID(), data: JSON.stringify({ title: `note number ${i}` }), _created: i, _modified: i, _created_by: null, _modified_by: null }));
   await store.close();
+  return path;
+}
+
+test("a version 2 search index is merged into one segment at the next sync, and finds the same records", async () => {
+  // Many small transactions leave many segments, as before the merge existed.
+  const path = await indexWithNotes(300);
   const db = new Database(path);
   db.query("UPDATE _resd_derived SET spec = replace(spec, '\"v\":4', '\"v\":2') WHERE resource = 'notes' AND kind = 'search'").run();
   db.close();
   const before = segments(path);
-  store = new SqliteStore(path, { readWorkers: 0 });
+  const store = new SqliteStore(path, { readWorkers: 0 });
   const changes = await store.syncSchema([def]);
   expect(changes).toEqual([{ resource: "notes", action: "index-added", detail: "search index merged into one segment" }]);
   expect(segments(path)).toBeLessThan(before);
@@ -45,24 +54,9 @@ test("a version 2 search index is merged into one segment at the next sync, and 
   await store.close();
 });
 
-const automerge = (path: string) => {
-  const db = new Database(path, { readonly: true });
-  try {
-    return (db.query(`SELECT v FROM "s:notes_config" WHERE k = 'automerge'`).get() as { v: number } | null)?.v ?? null;
-  } finally {
-    db.close();
-  }
-};
-
 test("a new index merges 8 segments at a time; a version 3 index is set so at the next sync, not rebuilt", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "resd-merge-"));
-  dirs.push(dir);
-  const path = join(dir, "resd.db");
-  let store = new SqliteStore(path, { readWorkers: 0 });
-  await store.syncSchema([def]);
+  const path = await indexWithNotes(20);
   expect(automerge(path)).toBe(8);
-  for (let i = 0; i < 20; i++) await store.transaction(async (tx) => tx.insert("notes", { uuid: crypto.randomUUID(), data: JSON.stringify({ title: `note number ${i}` }), _created: i, _modified: i, _created_by: null, _modified_by: null }));
-  await store.close();
   // As a version 3 index was: FTS5's default setting.
   const db = new Database(path);
   db.exec(`INSERT INTO "s:notes" ("s:notes", rank) VALUES ('automerge', 4)`);
@@ -70,7 +64,7 @@ test("a new index merges 8 segments at a time; a version 3 index is set so at th
   db.close();
   expect(automerge(path)).toBe(4);
   const before = segments(path);
-  store = new SqliteStore(path, { readWorkers: 0 });
+  const store = new SqliteStore(path, { readWorkers: 0 });
   expect(await store.syncSchema([def])).toEqual([{ resource: "notes", action: "index-added", detail: "search index merges 8 segments at a time" }]);
   expect(automerge(path)).toBe(8);
   expect(segments(path)).toBe(before);
