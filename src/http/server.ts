@@ -82,7 +82,7 @@ function hotRoutes(site: Site, all: (r: Request) => Response | Promise<Response>
   const readOne = withCors(site.config.corsOrigins, (req: Request) => {
     const t0 = performance.now();
     const { resource, uuid } = (req as Request & { params: { resource: string; uuid: string } }).params;
-    const now = readOneNow(site, req, resource, uuid);
+    const now = readOneNow(site, req, resource, uuid, t0);
     if (!now) return general(req);
     logRequest(req.method, `/api/v1/${resource}/${uuid}`, now.response.status, performance.now() - t0, now.user, now.id);
     return now.response;

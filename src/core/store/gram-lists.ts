@@ -59,20 +59,25 @@ export class GramLists {
     return Math.max(this.allChangedAt, this.changedAt.get(resource) ?? 0);
   }
 
-  /** Keeps a list read while `generation(resource)` was `gen`, unless a commit came in between. */
-  put(resource: string, gram: string, ids: ArrayLike<number>, gen: number): void {
-    if (this.maxBytes <= 0 || this.generation(resource) !== gen) return;
-    for (let i = 0; i < ids.length; i++) if (ids[i]! > 0x7fffffff || (i > 0 && ids[i]! <= ids[i - 1]!)) return;
+  /**
+   * Keeps a list read while `generation(resource)` was `gen`, unless a commit came in between, and
+   * returns it as kept; undefined when it is not kept (too large, unsorted, or ids past 2^31).
+   */
+  put(resource: string, gram: string, ids: ArrayLike<number>, gen: number): Int32Array | undefined {
+    if (this.maxBytes <= 0 || this.generation(resource) !== gen) return undefined;
+    for (let i = 0; i < ids.length; i++) if (ids[i]! > 0x7fffffff || (i > 0 && ids[i]! <= ids[i - 1]!)) return undefined;
     const key = `${resource}\u0000${gram}`;
     this.remove(key);
     const bytes = ids.length * 4 + LIST_OVERHEAD;
-    if (bytes > this.maxBytes / 4) return;
-    this.lists.set(key, { ids: Int32Array.from(ids), length: ids.length });
+    if (bytes > this.maxBytes / 4) return undefined;
+    const kept = Int32Array.from(ids);
+    this.lists.set(key, { ids: kept, length: ids.length });
     let set = this.grams.get(resource);
     if (!set) this.grams.set(resource, (set = new Set()));
     set.add(gram);
     this.bytes += bytes;
     this.evict();
+    return kept;
   }
 
   /**
@@ -107,7 +112,7 @@ export class GramLists {
   }
 
   /** Drops one resource's lists. */
-  drop(resource: string): void {
+  private drop(resource: string): void {
     this.changedAt.set(resource, ++this.clock);
     for (const gram of [...(this.grams.get(resource) ?? [])]) this.remove(`${resource}\u0000${gram}`);
   }

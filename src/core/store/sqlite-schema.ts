@@ -144,13 +144,6 @@ export const searchTextTable = (resource: string) => quoteIdent(`s:${resource}_c
 const trigger = (resource: string, what: string) => quoteIdent(`t:${resource}:${what}`);
 
 /**
- * The search index: an FTS5 trigram table holding each record's search text. The store notes the
- * records each transaction writes and flushSearchIndex brings them into the index in one statement
- * just before COMMIT — so the index is part of the same transaction (never stale, whichever resd
- * process writes). Not a trigger per row: FTS5 flushes its buffer at every statement, which made an
- * import 4x slower. Rebuilt when the searched fields change.
- */
-/**
  * Segments per level before FTS5 merges them (its default is 4). Every commit writes a segment; at
  * 4, a stream of small commits after a merged index spent 300-700 us per commit merging for its first
  * thousand or so commits (30 us once past them); at 8, 30 us throughout, for a third less merge
@@ -158,17 +151,27 @@ const trigger = (resource: string, what: string) => quoteIdent(`t:${resource}:${
  */
 const FTS_AUTOMERGE = 8;
 
+/**
+ * The search index: an FTS5 trigram table holding each record's search text. The store notes the
+ * records each transaction writes and flushSearchIndex brings them into the index in one statement
+ * just before COMMIT — so the index is part of the same transaction (never stale, whichever resd
+ * process writes). Not a trigger per row: FTS5 flushes its buffer at every statement, which made an
+ * import 4x slower. Rebuilt when the searched fields change.
+ */
+
 function syncSearch(db: Database, def: ResourceDef, d: Dialect): SchemaChange[] {
   const table = d.table(def.name);
   const fts = searchTable(def.name);
-  const spec = JSON.stringify({ v: 4, text: searchText(def, "t") });
+  const text = searchText(def, "t");
+  const spec = JSON.stringify({ v: 4, text });
   const had = derivedSpec(db, def.name, "search");
   if (had === spec) return [];
   // Version 3 only added the merge of the index's segments (below), version 4 the merge setting: an
   // older index of the same text is merged or set, not rebuilt (about 1 s instead of 9 s on a
   // million records).
-  if (had === JSON.stringify({ v: 2, text: searchText(def, "t") }) || had === JSON.stringify({ v: 3, text: searchText(def, "t") })) {
-    const merge = had.startsWith('{"v":2');
+  const old = had ? (JSON.parse(had) as { v: number; text: string }) : null;
+  if (old?.text === text && (old.v === 2 || old.v === 3)) {
+    const merge = old.v === 2;
     if (merge) db.exec(`INSERT INTO ${fts} (${fts}) VALUES ('optimize')`);
     db.exec(`INSERT INTO ${fts} (${fts}, rank) VALUES ('automerge', ${FTS_AUTOMERGE})`);
     setSpec(db, def.name, "search", spec);
@@ -177,7 +180,7 @@ function syncSearch(db: Database, def: ResourceDef, d: Dialect): SchemaChange[] 
   for (const t of ["search-insert", "search-update", "search-delete"]) db.exec(`DROP TRIGGER IF EXISTS ${trigger(def.name, t)}`);
   db.exec(`DROP TABLE IF EXISTS ${fts}`);
   db.exec(`CREATE VIRTUAL TABLE ${fts} USING fts5(text, tokenize='trigram case_sensitive 0', detail='none')`);
-  db.exec(`INSERT INTO ${fts} (rowid, text) SELECT t.id, ${searchText(def, "t")} FROM ${table} AS t`);
+  db.exec(`INSERT INTO ${fts} (rowid, text) SELECT t.id, ${text} FROM ${table} AS t`);
   // A bulk build leaves thousands of segments; one segment makes each search's MATCH a quarter
   // cheaper (320 -> 245 us for three trigrams on a million records). Later writes add small ones
   // that FTS5 merges as it goes.

@@ -337,11 +337,8 @@ export class SqliteStore implements Store {
     const fts = searchTable(resource);
     // One JSON text crosses from a worker (and out of SQLite) for less than thousands of row objects.
     const [row] = await this.readAll<{ ids: string }>(`SELECT json_group_array(id) AS ids FROM (SELECT rowid AS id FROM ${fts} WHERE ${fts} MATCH ? ORDER BY rowid)`, [`"${gram.replace(/"/g, '""')}"`], docs <= RARE_TRIGRAM);
-    const parsed = JSON.parse(row!.ids) as number[];
-    // Row ids past 2^31 (rare) stay as they are and are not kept.
-    const ids = parsed.every((id) => id <= 0x7fffffff) ? Int32Array.from(parsed) : parsed;
-    this.gramLists.put(resource, gram, ids, gen);
-    return ids;
+    const ids = JSON.parse(row!.ids) as number[];
+    return this.gramLists.put(resource, gram, ids, gen) ?? ids;
   }
 
   /** Records whose search text holds a trigram (at most MAX_CANDIDATES + 1); kept a while (it only steers). */
