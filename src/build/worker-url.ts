@@ -11,10 +11,8 @@ import { embedded } from "./version.ts";
 
 /** The import's reading thread (src/core/transfer/reader.ts starts it). */
 export const READ_WORKER = "src/core/transfer/read-worker.ts";
-/** The SQLite store's write thread (src/core/store/write-thread.ts starts it). */
-export const WRITE_WORKER = "src/core/store/write-worker.ts";
 /** Every worker module: build.ts embeds each as an entry point. */
-export const WORKER_MODULES = [READ_WORKER, WRITE_WORKER];
+export const WORKER_MODULES = [READ_WORKER];
 
 const PROJECT_ROOT = new URL("../../", import.meta.url);
 

@@ -145,7 +145,7 @@ export async function openSite(config: Config, opts: { ensureSecret?: boolean; r
 export function openStore(cfg: Config): Promise<Store> {
   const cache = { cacheMaxBytes: cfg.cacheMaxBytes, queryBudgetMs: cfg.queryTimeout };
   if (cfg.databaseUrl) return PgStore.open(cfg.databaseUrl, cache);
-  return Promise.resolve(new SqliteStore(join(cfg.dir, "data", "resd.db"), { ...cache, readWorkers: cfg.readWorkers, mmapSize: cfg.mmapSize, writeThread: cfg.writeThread && cfg.readWorkers > 0 }));
+  return Promise.resolve(new SqliteStore(join(cfg.dir, "data", "resd.db"), { ...cache, readWorkers: cfg.readWorkers, mmapSize: cfg.mmapSize }));
 }
 
 /** Opens a site from a directory with every other setting from the environment and defaults. */

@@ -103,44 +103,24 @@ async function afterWrite(site: Site, tx: StoreTx, def: ResourceDef, w: Write, h
   const e = event(def, w.action, w.row, w.previous, w.user, w.data);
   for (const hook of hooks) await hook.run(tx, e);
   // Without listeners nothing is scheduled: an import of a million rows must not hold a million events.
-  if (site.listeners.length) tx.afterCommit(() => notify(site, e));
-}
-
-/** Tells the listeners of a committed write, each on its own (one failing stops none of the others). */
-function notify(site: Site, e: WriteEvent): void {
-  for (const l of site.listeners) {
-    Promise.resolve().then(() => l(e)).catch((err) => console.error(`listener failed for ${e.resource} ${e.action}:`, err));
-  }
+  if (site.listeners.length) tx.afterCommit(() => {
+    for (const l of site.listeners) {
+      Promise.resolve().then(() => l(e)).catch((err) => console.error(`listener failed for ${e.resource} ${e.action}:`, err));
+    }
+  });
 }
 
 /** Who writes, and which permissions the route needs: checked again inside the transaction for accounts. */
 export type Actor = { p: Principal; via: readonly Action[] };
 export const actor = (p: Principal, ...via: Action[]): Actor => ({ p, via });
 
-function newRow(uuid: string, values: Values, user: string | null, created?: number): StoredRecord {
-  const now = nowSec();
-  return { uuid, data: JSON.stringify(values), _created: created ?? now, _modified: now, _created_by: user, _modified_by: user };
-}
-
 async function insertPrepared(site: Site, tx: StoreTx, def: ResourceDef, uuid: string, values: Values, by: Actor, history: "create" | "restore" = "create", created?: number): Promise<StoredRecord> {
   if (ACCOUNT_RESOURCES.has(def.name)) await guardAccountWrite(site, tx, by.p, def, { uuid, before: null, after: values, via: by.via });
-  const row = newRow(uuid, values, by.p.uuid, created);
+  const user = by.p.uuid;
+  const now = nowSec();
+  const row: StoredRecord = { uuid, data: JSON.stringify(values), _created: created ?? now, _modified: now, _created_by: user, _modified_by: user };
   await tx.insert(def.name, row);
-  await afterWrite(site, tx, def, { action: "create", row, previous: null, user: by.p.uuid, data: values }, history);
-  return row;
-}
-
-/**
- * Does a create of `def` write its record and nothing else? Not for accounts (their guard reads
- * inside the transaction) nor when a hook takes part (a job queued with the record).
- */
-const insertsAlone = (site: Site, def: ResourceDef) => !ACCOUNT_RESOURCES.has(def.name) && !site.txHooks.some((h) => h.wants(def.name, "create"));
-
-/** A create that writes only its record: the store may commit it off the event loop (see Store.insert). */
-async function insertAlone(site: Site, def: ResourceDef, uuid: string, values: Values, p: Principal): Promise<StoredRecord> {
-  const row = newRow(uuid, values, p.uuid);
-  await site.store.insert(def.name, row);
-  if (site.listeners.length) notify(site, event(def, "create", row, null, p.uuid, values));
+  await afterWrite(site, tx, def, { action: "create", row, previous: null, user, data: values }, history);
   return row;
 }
 
@@ -164,9 +144,7 @@ export async function createRecord(site: Site, p: Principal, resource: string, b
   // A generated uuid cannot exist; a given one is checked early so that a conflict skips the work.
   if (given !== undefined && (await site.store.get(resource, uuid))) throw conflict(`${resource}/${uuid} already exists`);
   const values = await prepareValues(site.store, def, input, "create", uuid, { passwordMinLength: site.config.passwordMinLength });
-  const row = insertsAlone(site, def)
-    ? await insertAlone(site, def, uuid, values, p)
-    : await site.store.transaction((tx) => insertPrepared(site, tx, def, uuid, values, actor(p, "create")));
+  const row = await site.store.transaction((tx) => insertPrepared(site, tx, def, uuid, values, actor(p, "create")));
   return { def, row };
 }
 

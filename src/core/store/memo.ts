@@ -142,11 +142,8 @@ export const DEFAULT_CACHE_BYTES = 96 * 1024 * 1024;
 /** The memo's share of the cache budget. */
 export const memoShare = (cacheBytes: number) => cacheBytes - Math.floor(cacheBytes / 3);
 
-/**
- * What a commit of this process wrote to one resource: rows above `newAbove` only (up to `upTo`, when
- * later commits may have landed since), or anything.
- */
-export type ResourceWrite = { newAbove: number; upTo?: number } | "rewritten";
+/** What a commit of this process wrote to one resource: rows above `newAbove` only, or anything. */
+export type ResourceWrite = { newAbove: number } | "rewritten";
 
 /**
  * A commit's verdict on one answer it changed: drop it, or keep this value instead, `grow` bytes
@@ -154,7 +151,7 @@ export type ResourceWrite = { newAbove: number; upTo?: number } | "rewritten";
  */
 export type Revision = "drop" | { value: unknown; grow?: number };
 
-export type Reviser = (resource: string, rows: { newAbove: number; upTo?: number }, groups: FilterGroup[], get: (key: string) => Remembered) => Map<string, Revision>;
+export type Reviser = (resource: string, newAbove: number, groups: FilterGroup[], get: (key: string) => Remembered) => Map<string, Revision>;
 
 /**
  * Cached answers and what they depend on. A commit of another process or connection (`version()`
@@ -175,7 +172,7 @@ export class CommitMemo {
   /** Misses being computed, shared by requests that ask the same meanwhile. */
   private readonly inflight = new Map<string, { version: number; epoch: number; value: Promise<unknown> }>();
 
-  constructor(maxBytes: number, private readonly version: () => number, private readonly settled: () => boolean = () => true) {
+  constructor(maxBytes: number, private readonly version: () => number) {
     this.memo = new BoundedMemo(maxBytes, (key) => this.untag(key));
   }
 
@@ -222,22 +219,10 @@ export class CommitMemo {
     this.untagged.clear();
   }
 
-  /** Commits of this process so far (one on its way counts). */
+  /** Commits of this process so far. */
   get commits(): number {
     return this.epoch;
   }
-
-  /**
-   * A commit of this process is on its way on another connection (the write thread's), and
-   * `committed` follows once it is done. Until then an answer is kept only if `settled` held before
-   * and after computing it (no commit of ours had landed unheard of): one read after such a commit
-   * landed, kept, then revised by `committed`, would count its rows twice.
-   */
-  committing(): void {
-    this.epoch++;
-    this.onTheWay++;
-  }
-  private onTheWay = 0;
 
   /** The kept answer of `key`, if any, without computing one: for a caller that cannot wait. */
   peek<T>(key: string): T | undefined {
@@ -258,7 +243,6 @@ export class CommitMemo {
     const hit = this.memo.get<T>(key);
     if (hit !== undefined) return hit;
     const epoch = this.epoch;
-    const settledBefore = this.onTheWay === 0 || this.settled();
     const running = this.inflight.get(key);
     if (running && running.version === version && running.epoch === epoch) return running.value as Promise<T>;
     const value = compute();
@@ -266,8 +250,7 @@ export class CommitMemo {
     try {
       const v = await value;
       const bytes = size(v);
-      const settled = settledBefore && (this.onTheWay === 0 || this.settled());
-      if (bytes !== null && settled && this.epoch === epoch && this.version() === version && this.memoVersion === version) {
+      if (bytes !== null && this.epoch === epoch && this.version() === version && this.memoVersion === version) {
         const tag = tagOf?.();
         // A tag holds its filter's text and its bookkeeping: they count towards the budget too.
         this.memo.set(key, v, bytes + (tag ? TAG_OVERHEAD + (tag.kind !== "any" ? tag.filter.bytes : 0) : 0));
@@ -283,11 +266,9 @@ export class CommitMemo {
    * A commit of this process: untagged answers go, answers of resources it did not write stay, and
    * `revise` judges the pages and totals of each resource that only gained rows. Runs right after
    * the commit, before any writer hears of it, so nobody reads an answer from before their own write.
-   * `settles`: how many commits announced by `committing` this one ends.
    */
-  committed(writes: Map<string, ResourceWrite>, revise: Reviser, settles = 0): void {
+  committed(writes: Map<string, ResourceWrite>, revise: Reviser): void {
     this.epoch++;
-    this.onTheWay = Math.max(0, this.onTheWay - settles);
     this.inflight.clear();
     for (const key of [...this.untagged]) this.memo.delete(key);
     for (const [resource, w] of writes) {
@@ -298,7 +279,7 @@ export class CommitMemo {
         for (const g of [...groups.values()]) for (const key of [...g.keys]) this.memo.delete(key);
         continue;
       }
-      const verdicts = revise(resource, w, [...groups.values()], (key) => ({ tag: this.tags.get(key)!, value: this.memo.peek(key) }));
+      const verdicts = revise(resource, w.newAbove, [...groups.values()], (key) => ({ tag: this.tags.get(key)!, value: this.memo.peek(key) }));
       for (const [key, verdict] of verdicts) {
         if (verdict === "drop") this.memo.delete(key);
         else this.memo.replace(key, verdict.value, verdict.grow);

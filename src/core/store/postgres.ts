@@ -378,10 +378,6 @@ export class PgStore implements Store {
     return this.run(async (db) => fn(db), opts.announce ?? false);
   }
 
-  insert(resource: string, row: StoredRecord): Promise<void> {
-    return this.transaction((tx) => tx.insert(resource, row));
-  }
-
   transaction<T>(fn: (tx: StoreTx) => Promise<T>, opts: TxOptions = {}): Promise<T> {
     return this.run(async (db, touched, after) => {
       // Other writers of the table wait (readers do not); two exclusive transactions run one after the other.

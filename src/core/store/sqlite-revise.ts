@@ -160,12 +160,10 @@ function newSortsNoLater(order: SortKey[], fresh: Fresh, last: StoredRecord, las
   return c === undefined ? undefined : c !== 0 ? c < 0 : (idKey(order)?.desc ?? true);
 }
 
-export function reviseAnswers(db: Database, table: string, rows: { newAbove: number; upTo?: number }, groups: FilterGroup[], get: (key: string) => Remembered): Map<string, Revision> {
+export function reviseAnswers(db: Database, table: string, newAbove: number, groups: FilterGroup[], get: (key: string) => Remembered): Map<string, Revision> {
   const out = new Map<string, Revision>();
-  // The commit's rows only: the write thread's later commits may have landed already.
-  const range: [number, number] = [rows.newAbove, rows.upTo ?? Number.MAX_SAFE_INTEGER];
   // NOT INDEXED: the new rows by their row ids, never a walk of some index of the filter (30 ms on 1M).
-  const added = db.query(`SELECT id, ${COLS} FROM ${table} NOT INDEXED WHERE id > ? AND id <= ? LIMIT ?`).all(...range, MAX_NEW_ROWS + 1) as (StoredRecord & { id: number })[];
+  const added = db.query(`SELECT id, ${COLS} FROM ${table} NOT INDEXED WHERE id > ? LIMIT ?`).all(newAbove, MAX_NEW_ROWS + 1) as (StoredRecord & { id: number })[];
   if (!added.length) return out;
   if (added.length > MAX_NEW_ROWS) {
     for (const g of groups) for (const key of g.keys) out.set(key, "drop");
@@ -175,7 +173,7 @@ export function reviseAnswers(db: Database, table: string, rows: { newAbove: num
   const byId = new Map(fresh.map((f) => [f.id, f]));
   const budget = { checks: MAX_CHECKS, queries: MAX_SQL_FILTERS };
   for (const { filter, keys } of groups) {
-    const matched = matches(db, table, range, filter, fresh, budget);
+    const matched = matches(db, table, newAbove, filter, fresh, budget);
     if (matched === null) {
       for (const key of keys) out.set(key, "drop");
       continue;
@@ -199,7 +197,7 @@ export function reviseAnswers(db: Database, table: string, rows: { newAbove: num
 }
 
 /** Ids of the new rows the filter matches, or null once the commit's budget is spent. */
-function matches(db: Database, table: string, range: [number, number], filter: FilterTag, fresh: Fresh[], budget: { checks: number; queries: number }): number[] | null {
+function matches(db: Database, table: string, newAbove: number, filter: FilterTag, fresh: Fresh[], budget: { checks: number; queries: number }): number[] | null {
   budget.checks -= fresh.length * Math.max(1, filter.equalities?.length ?? 1);
   if (budget.checks < 0) return null;
   if (filter.equalities) {
@@ -217,7 +215,7 @@ function matches(db: Database, table: string, range: [number, number], filter: F
     if (judged) return ids;
   }
   if (--budget.queries < 0) return null;
-  return (db.query(`SELECT id FROM ${table} NOT INDEXED WHERE id > ? AND id <= ? AND ${condition(filter.where)}`).all(...range, ...(filter.args as never[])) as { id: number }[]).map((r) => r.id);
+  return (db.query(`SELECT id FROM ${table} NOT INDEXED WHERE id > ? AND ${condition(filter.where)}`).all(newAbove, ...(filter.args as never[])) as { id: number }[]).map((r) => r.id);
 }
 
 /** Full pages of one filter that a matching new row reaches (drop) or not (left out: they stay). */

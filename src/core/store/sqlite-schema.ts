@@ -28,10 +28,6 @@ export const MIGRATIONS: string[] = [
   // Structures derived from records (search index, maintained counts) and what each was built for.
   `CREATE TABLE _resd_derived (resource TEXT NOT NULL, kind TEXT NOT NULL, spec TEXT NOT NULL, PRIMARY KEY (resource, kind));
    CREATE TABLE _resd_counts (resource TEXT NOT NULL, key TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (resource, key)) WITHOUT ROWID;`,
-  // Every commit of a resd process numbers itself here (see finishWrites): a server tells the commits
-  // of its write thread from another process's, which both move its connection's data_version.
-  `CREATE TABLE _resd_commits (id INTEGER PRIMARY KEY CHECK (id = 1), n INTEGER NOT NULL, writer TEXT NOT NULL);
-   INSERT INTO _resd_commits (id, n, writer) VALUES (1, 0, '');`,
 ];
 
 export function migrateInternal(db: Database): void {

@@ -15,9 +15,7 @@ import { AppError } from "../errors";
 import type { ResourceDef } from "../definitions/types";
 import { sqliteDialect } from "./dialect";
 import { Checkpointer, FALLBACK_AUTOCHECKPOINT_PAGES, WAL_SIZE_LIMIT, type CheckpointerOptions } from "./checkpointer";
-import { countCaptureSql, migrateInternal, searchTable, searchTextTable, syncResource } from "./sqlite-schema";
-import { finishWrites, lastCommit } from "./sqlite-commit";
-import { WriteThread, insertRow, type InsertReply, type InsertRow } from "./write-thread";
+import { countCaptureSql, flushCounts, flushSearchIndex, migrateInternal, searchTable, searchTextTable, syncResource } from "./sqlite-schema";
 import { SqliteJobs, insertJob } from "./sqlite-jobs";
 import { SqliteAccessStore } from "./access-sqlite";
 import { BoundedMemo, CommitMemo, DEFAULT_CACHE_BYTES, memoShare, rowBytes, type FilterTag, type MemoTag, type ResourceWrite } from "./memo";
@@ -28,7 +26,6 @@ import { GramLists, intersect } from "./gram-lists";
 import type { AccessStore, CompiledQuery, DetachedReads, HistoryEntry, SchemaChange, SqlValue, Store, StoreNow, StoreTx, StoredRecord, TxOptions } from "./types";
 
 const BATCH = 512;
-const EARLY = Number(process.env.RESD_EARLY ?? 0);
 /** Rows per cached page (larger pages are not kept). */
 const PAGE_CACHE_ROWS = 200;
 /** A trigram held by at most this many records makes a search cheap enough to run without a worker (~0.3 ms). */
@@ -67,8 +64,7 @@ function filterTag(q: Pick<CompiledQuery, "where" | "args">): FilterTag {
 // A resource name is short and bounded: no digest needed (two lookups on every request).
 const changeKey = (resource: string) => `change\u0000${resource}`;
 
-/** A queued transaction; `insert`: it only inserts this record, so the write thread may commit it. */
-type Job = { fn: (tx: StoreTx) => Promise<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void; alone: boolean; insert?: InsertRow };
+type Job = { fn: (tx: StoreTx) => Promise<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void; alone: boolean };
 type Settled = { job: Job; ok: boolean; value: unknown; after: (() => void)[] };
 
 /**
@@ -124,21 +120,10 @@ export class SqliteStore implements Store {
   private readonly readWorkers: number;
   private readonly queryBudgetMs: number;
 
-  /** Commits record creates beside the event loop (a server's store; see WriteThread). */
-  private thread: WriteThread | null = null;
-  /** Names this store's commits in `_resd_commits` (see version()). */
-  private readonly writerName = `${process.pid}:${crypto.randomUUID()}`;
-  /** The number of this store's last commit that the event loop knows of. */
-  private lastCommitN = -1;
-  /** Jobs sent to the write thread, by message, until their commit is heard of (see version()). */
-  private readonly onThread = new Map<number, Job[]>();
-  private idleWaiters: (() => void)[] = [];
-
-  constructor(readonly path: string, opts: { cacheMaxBytes?: number; readWorkers?: number; queryBudgetMs?: number; mmapSize?: number; checkpoints?: CheckpointerOptions; writeThread?: boolean } = {}) {
+  constructor(readonly path: string, opts: { cacheMaxBytes?: number; readWorkers?: number; queryBudgetMs?: number; mmapSize?: number; checkpoints?: CheckpointerOptions } = {}) {
     // A third of the cache budget holds the search index's row ids per trigram (see GramLists).
     const cacheBytes = opts.cacheMaxBytes ?? DEFAULT_CACHE_BYTES;
-    // While inserts are on the write thread, an answer is kept if none of their commits had landed.
-    this.memo = new CommitMemo(memoShare(cacheBytes), () => this.version(), () => lastCommit(this.writer).n === this.lastCommitN);
+    this.memo = new CommitMemo(memoShare(cacheBytes), () => this.version());
     this.gramLists = new GramLists(cacheBytes - memoShare(cacheBytes), () => this.version());
     this.readWorkers = path === ":memory:" ? 0 : (opts.readWorkers ?? 2);
     this.queryBudgetMs = opts.queryBudgetMs ?? 10_000;
@@ -164,19 +149,13 @@ export class SqliteStore implements Store {
       this.writer.exec(`PRAGMA wal_autocheckpoint=${FALLBACK_AUTOCHECKPOINT_PAGES}; PRAGMA journal_size_limit=-1`);
       this.checkpointer = new Checkpointer(path, () => this.writer.exec(`PRAGMA wal_autocheckpoint=1000; PRAGMA journal_size_limit=${WAL_SIZE_LIMIT}`), opts.checkpoints);
     }
-    if (opts.writeThread && path !== ":memory:") {
-      this.thread = new WriteThread(path, this.writerName, { cacheMiB: 64, autocheckpointPages: this.readWorkers > 0 ? FALLBACK_AUTOCHECKPOINT_PAGES : 1000 },
-        (ids, reply) => this.threadCommitted(ids, reply), (e, ids) => this.threadFailed(e, ids));
-    }
     this.reader = new Database(path, { readonly: true, strict: true });
     configure(this.reader, 5000, 32);
     this.reads = new SqliteReads(this.reader, this.dialect);
     this.writerReads = new SqliteReads(this.writer, this.dialect);
-    // The writer's data_version moves only when another connection commits (another process, or
-    // this store's write thread): this store's own commits revise the memo themselves (see runBatch).
+    // The writer's data_version moves only when another connection commits (another process):
+    // this process's own commits revise the memo themselves (see runBatch).
     this.versionStmt = this.writer.query("PRAGMA data_version");
-    this.lastDv = (this.versionStmt.get() as { data_version: number }).data_version;
-    this.lastCommitN = lastCommit(this.writer).n;
   }
 
   /**
@@ -192,34 +171,17 @@ export class SqliteStore implements Store {
 
   private dv = 0;
   private dvAt = -Infinity;
-  private lastDv = 0;
   /**
    * Changes whenever another process commits. Asking SQLite costs ~2 µs, so the answer is reused
    * for 1 ms: another process's write can go unseen for at most a millisecond.
-   *
-   * The write thread's commits move data_version too. While inserts are on the thread (and once
-   * more as each commit is heard of), `_resd_commits` tells: a last commit of this store is the
-   * thread's; one of another resd process is foreign, and the thread itself reports one that came
-   * before its own (it looks under the write lock). Only a hand edit with another SQLite tool,
-   * landing while inserts are on the thread, would go unseen.
    */
   version(): number {
-    if (this.onThread.size) this.thread!.collect();
     const now = performance.now();
     if (now - this.dvAt >= 1) {
+      this.dv = (this.versionStmt.get() as { data_version: number }).data_version;
       this.dvAt = now;
-      const dv = (this.versionStmt.get() as { data_version: number }).data_version;
-      if (dv !== this.lastDv) {
-        if (!this.threadCommitLast()) this.dv++;
-        this.lastDv = dv;
-      }
     }
     return this.dv;
-  }
-
-  /** Is the file's last commit one of the write thread's, with inserts of ours on it? */
-  private threadCommitLast(): boolean {
-    return this.onThread.size > 0 && lastCommit(this.writer).writer === this.writerName;
   }
 
   /** One SQLite file belongs to one folder of definitions: no other instance changes its schema. */
@@ -598,8 +560,7 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
-    while (this.draining || this.queue.length || this.onThread.size) await Bun.sleep(5);
-    await this.thread?.close();
+    while (this.draining || this.queue.length) await Bun.sleep(5);
     this.pool?.close();
     await this.checkpointer?.stop();
     this.reader.close();
@@ -622,34 +583,13 @@ export class SqliteStore implements Store {
   }
 
   transaction<T>(fn: (tx: StoreTx) => Promise<T>, opts: TxOptions = {}): Promise<T> {
-    return this.enqueue<T>({ fn, alone: opts.alone ?? false });
-  }
-
-  /** A record insert alone, committed with others; a server's store commits it on the write thread. */
-  insert(resource: string, row: StoredRecord): Promise<void> {
-    const insert = insertRow(resource, row);
-    // A record too large for the thread's request ring commits here, as any other write.
-    return this.enqueue<void>({ fn: (tx) => tx.insert(resource, row), alone: false, insert: this.thread?.fits([insert]) === false ? undefined : insert });
-  }
-
-  private enqueue<T>(job: Omit<Job, "resolve" | "reject">): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const queued: Job = { ...job, resolve: resolve as (v: unknown) => void, reject };
-      // Straight to the thread, unless other writes wait before it: it commits while this turn of
-      // the event loop goes on, and inserts that arrive meanwhile join its next commit.
-      const thread = this.liveThread();
-      if (thread && queued.insert && !this.draining && !this.queue.length && !this.checkpointer?.wanted) {
-        this.toThread(thread, [queued]);
-        return;
-      }
-      this.queue.push(queued);
+      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject, alone: opts.alone ?? false });
       if (!this.draining) {
         // Start on the next turn of the event loop, so that requests already waiting on their
         // sockets can join this commit instead of each paying for one of their own.
         this.draining = true;
         setImmediate(() => void this.drain());
-      } else if (EARLY > 0 && !this.drainRunning && this.queue.length >= EARLY) {
-        queueMicrotask(() => void this.drain());
       }
     });
   }
@@ -669,35 +609,18 @@ export class SqliteStore implements Store {
     }
   }
 
-  private drainRunning = false;
   private async drain(): Promise<void> {
-    if (this.drainRunning) return;
-    this.drainRunning = true;
     this.draining = true;
     try {
       while (this.queue.length) {
         // Between transactions: the checkpoint worker may need a moment without commits (see Checkpointer).
-        if (this.checkpointer?.wanted) {
-          await this.threadIdle();
-          await this.checkpointer.quiet();
-        }
-        const thread = this.liveThread();
-        if (thread && this.queue[0]!.insert) {
-          let n = 1;
-          while (n < Math.min(BATCH, this.queue.length) && this.queue[n]!.insert) n++;
-          this.toThread(thread, this.queue.splice(0, n));
-          continue;
-        }
-        // Any other write waits until the thread's commits are done: one writer at a time.
-        await this.threadIdle();
-        // Inserts go to the thread rather than commit here.
-        const next = this.queue.findIndex((j, i) => i > 0 && (j.alone || (thread !== null && j.insert !== undefined)));
+        if (this.checkpointer?.wanted) await this.checkpointer.quiet();
+        const next = this.queue.findIndex((j, i) => j.alone && i > 0);
         const n = this.queue[0]!.alone ? 1 : Math.min(BATCH, next < 0 ? this.queue.length : next);
         await this.runBatch(this.queue.splice(0, n));
       }
     } finally {
       this.draining = false;
-      this.drainRunning = false;
     }
   }
 
@@ -725,11 +648,14 @@ export class SqliteStore implements Store {
         done[0]!.job.reject(done[0]!.value);
         return;
       }
-      const n = finishWrites(this.writer, this.dialect, { written: this.written, idsBefore: this.idsBefore, before: this.before }, touched, this.writerName);
+      flushSearchIndex(this.writer, this.dialect, this.written, this.idsBefore);
+      flushCounts(this.writer, this.dialect, this.written, this.idsBefore, this.before);
       writes = this.writesOf(touched);
       this.forgetWrites();
+      const now = Date.now();
+      const mark = this.writer.query("INSERT INTO _resd_changes (resource, changed_ms) VALUES (?, ?) ON CONFLICT(resource) DO UPDATE SET changed_ms = max(changed_ms + 1, excluded.changed_ms)");
+      for (const r of touched) mark.run(r, now);
       this.writer.exec("COMMIT");
-      this.lastCommitN = n;
     } catch (e) {
       // The commit or the savepoint machinery itself failed (I/O, disk full): nothing of the batch
       // stays, every request hears of it, and the writer is left outside any transaction.
@@ -746,74 +672,6 @@ export class SqliteStore implements Store {
       else d.job.reject(d.value);
     }
     for (const d of done) for (const fn of d.after) queueMicrotask(fn);
-  }
-
-  private liveThread(): WriteThread | null {
-    return this.thread && !this.thread.failed ? this.thread : null;
-  }
-
-  /**
-   * Sends inserts to the write thread. Until their commit is heard of, the memo keeps nothing
-   * computed (it may have read their rows) and data_version's moves may be the thread's.
-   */
-  private toThread(thread: WriteThread, jobs: Job[]): void {
-    this.memo.committing();
-    this.onThread.set(thread.insert(jobs.map((j) => j.insert!), this.lastCommitN), jobs);
-  }
-
-  /** Resolves once nothing is on the write thread. */
-  private threadIdle(): Promise<void> {
-    return this.onThread.size ? new Promise((resolve) => this.idleWaiters.push(resolve)) : Promise.resolve();
-  }
-
-  private settleThread(ids: number[]): Job[] {
-    const jobs = ids.flatMap((id) => this.onThread.get(id) ?? []);
-    for (const id of ids) this.onThread.delete(id);
-    if (!this.onThread.size) for (const wake of this.idleWaiters.splice(0)) wake();
-    return jobs;
-  }
-
-  /**
-   * A commit of the write thread, heard of in the order they happened: the memo is revised as after
-   * a commit here, before any of its writers hears of it.
-   */
-  private threadCommitted(ids: number[], reply: InsertReply): void {
-    // Another process committed before this commit, under the same write lock: what is cached may be stale.
-    if (reply.ok && reply.foreign) this.dv++;
-    // Look at data_version while its move can still be told apart (these inserts are still on the thread).
-    this.dvAt = -Infinity;
-    this.version();
-    const jobs = this.settleThread(ids);
-    if (!reply.ok) {
-      this.memo.committed(new Map(), () => new Map(), ids.length);
-      const failure = reply.busy
-        ? new AppError(503, "SERVICE_UNAVAILABLE", "the database is busy (another process is writing, e.g. a long import); try again", { retryAfter: 5 })
-        : new AppError(500, "INTERNAL_ERROR", `the write failed: ${reply.error}`);
-      jobs.forEach((j) => j.reject(failure));
-      return;
-    }
-    if (reply.n !== null) this.lastCommitN = reply.n;
-    this.revise(new Map(reply.written.map(([resource, newAbove, upTo]) => [resource, { newAbove, upTo }])), ids.length);
-    jobs.forEach((j, i) => {
-      const refused = reply.refused[i];
-      if (refused === null) return j.resolve(undefined);
-      try {
-        mapWriteError(new Error(refused), j.insert!.resource, j.insert!.values[0]);
-      } catch (e) {
-        j.reject(e);
-      }
-    });
-  }
-
-  /** The thread died: what was on it is lost (never committed, or unknown), and writes commit here again. */
-  private threadFailed(e: Error, ids: number[]): void {
-    console.error(`resd: ${e.message}; writes commit on the event loop from now on`);
-    const jobs = this.settleThread(ids);
-    this.memo.dropAll();
-    this.gramLists.dropAll();
-    this.memo.committed(new Map(), () => new Map(), ids.length);
-    const failure = new AppError(500, "INTERNAL_ERROR", `the write failed: ${e.message}`);
-    jobs.forEach((j) => j.reject(failure));
   }
 
   /** One job, in its own savepoint when others share the transaction: its failure rolls back only its own writes. */
@@ -851,9 +709,9 @@ export class SqliteStore implements Store {
    * The memo after a commit of ours (see CommitMemo.committed). The write is done: should revising
    * fail, every answer goes (always correct) and the write still succeeds.
    */
-  private revise(writes: Map<string, ResourceWrite>, settles = 0): void {
+  private revise(writes: Map<string, ResourceWrite>): void {
     try {
-      this.memo.committed(writes, (resource, rows, groups, get) => reviseAnswers(this.writer, this.dialect.table(resource), rows, groups, get), settles);
+      this.memo.committed(writes, (resource, newAbove, groups, get) => reviseAnswers(this.writer, this.dialect.table(resource), newAbove, groups, get));
       for (const [resource, w] of writes) {
         this.gramLists.committed(resource, w === "rewritten" ? null : w.newAbove, (above, limit) =>
           this.writer.query(`SELECT rowid AS id, c0 AS text FROM ${searchTextTable(resource)} WHERE rowid > ? ORDER BY rowid LIMIT ?`).all(above, limit) as { id: number; text: string }[]);

@@ -135,11 +135,6 @@ export interface Store extends RecordReads {
   readonly now?: StoreNow;
   /** Writes of `fn` commit together or not at all; concurrent calls may share one commit (group commit). */
   transaction<T>(fn: (tx: StoreTx) => Promise<T>, opts?: TxOptions): Promise<T>;
-  /**
-   * A new record and nothing else (no history, hook or job with it), committed like a transaction
-   * that only inserts it. SQLite servers commit these on a thread beside the event loop.
-   */
-  insert(resource: string, row: StoredRecord): Promise<void>;
   history(resource: string, uuid: string): Promise<HistoryEntry[]>;
   /** Other resd processes using this database (PostgreSQL: by their connections), as `host/pid`. */
   otherProcesses(): Promise<string[]>;
