@@ -33,6 +33,29 @@ test("concurrent transactions share a commit, and a failing one rolls back alone
   await s.close();
 });
 
+test("in a busy turn, writes commit as soon as three quarters of the last busy turn's are queued; a lone write waits for the turn's end", async () => {
+  const s = await store();
+  const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+  const write = (uuid: string) => s.transaction(async (tx) => tx.insert("items", row(uuid)));
+  await Promise.all(Array.from({ length: 8 }, (_, i) => write(`busy${i}`)));
+  await nextTurn();
+  // 8 writes last turn: the sixth of this one starts a commit at once, before the turn ends.
+  let turnEnded = false;
+  setImmediate(() => { turnEnded = true; });
+  await Promise.all(Array.from({ length: 6 }, (_, i) => write(`early${i}`)));
+  expect(turnEnded).toBe(false);
+  await nextTurn();
+  await write("quiet");
+  await nextTurn();
+  // One write last turn: a lone write waits for the end of the turn, where others may join it.
+  turnEnded = false;
+  setImmediate(() => { turnEnded = true; });
+  await write("lone");
+  expect(turnEnded).toBe(true);
+  for (const uuid of ["busy7", "early5", "quiet", "lone"]) expect(await s.get("items", uuid)).not.toBeNull();
+  await s.close();
+});
+
 test("a failure of the savepoint machinery itself settles every request and leaves the writer usable", async () => {
   const s = await store();
   const db = s.writeDb;

@@ -109,7 +109,13 @@ export class SqliteStore implements Store {
   private readonly reads: SqliteReads;
   private readonly writerReads: SqliteReads;
   private queue: Job[] = [];
+  /** A drain is waiting for the end of this turn of the event loop, or running. */
+  private drainScheduled = false;
   private draining = false;
+  /** Writes queued so far in this turn of the event loop, and in the last turn that had any. */
+  private arrivals = 0;
+  private lastTurnArrivals = 0;
+  private turnMarked = false;
   /** Cached answers: revised by our own commits, all dropped by another process's (see CommitMemo). */
   private readonly memo: CommitMemo;
   private readonly gramLists: GramLists;
@@ -560,7 +566,7 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
-    while (this.draining || this.queue.length) await Bun.sleep(5);
+    while (this.draining || this.drainScheduled || this.queue.length) await Bun.sleep(5);
     this.pool?.close();
     await this.checkpointer?.stop();
     this.reader.close();
@@ -582,16 +588,47 @@ export class SqliteStore implements Store {
     return this.reader;
   }
 
+  /**
+   * Queues a transaction. It commits at the end of this turn of the event loop, with every write
+   * queued meanwhile (requests already read from their sockets join instead of each paying for a
+   * commit of its own), or as soon as about as many writes wait as the last busy turn brought
+   * (three quarters of them).
+   *
+   * Committing early matters under load: an answer sent at the end of a turn reaches its client
+   * after the event loop has looked at its sockets again, so that client's next request waits a
+   * whole turn more. Creates from 8 clients among 32 readers went from 1,750-1,850 to 2,100-2,200
+   * per second this way (bench/records/mixed.sh), at the cost of a second commit per turn.
+   */
   transaction<T>(fn: (tx: StoreTx) => Promise<T>, opts: TxOptions = {}): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject, alone: opts.alone ?? false });
-      if (!this.draining) {
-        // Start on the next turn of the event loop, so that requests already waiting on their
-        // sockets can join this commit instead of each paying for one of their own.
-        this.draining = true;
-        setImmediate(() => void this.drain());
+      this.countArrival();
+      if (this.draining) return;
+      if (this.queue.length >= this.earlyBatch()) queueMicrotask(() => void this.drain());
+      else if (!this.drainScheduled) {
+        this.drainScheduled = true;
+        setImmediate(() => {
+          this.drainScheduled = false;
+          void this.drain();
+        });
       }
     });
+  }
+
+  private countArrival(): void {
+    this.arrivals++;
+    if (this.turnMarked) return;
+    this.turnMarked = true;
+    setImmediate(() => {
+      this.turnMarked = false;
+      this.lastTurnArrivals = this.arrivals;
+      this.arrivals = 0;
+    });
+  }
+
+  /** Writes worth a commit before the turn ends: three quarters of the last busy turn's, at least 2. */
+  private earlyBatch(): number {
+    return Math.max(2, Math.ceil((this.lastTurnArrivals * 3) / 4));
   }
 
   private async begin(): Promise<void> {
@@ -610,6 +647,8 @@ export class SqliteStore implements Store {
   }
 
   private async drain(): Promise<void> {
+    // An early drain and the turn's own may both be on their way: one runs, the other finds it running.
+    if (this.draining) return;
     this.draining = true;
     try {
       while (this.queue.length) {
