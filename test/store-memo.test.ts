@@ -3,6 +3,7 @@ import { afterEach, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Database } from "bun:sqlite";
 import { BoundedMemo } from "../src/core/store/memo";
 import { SqliteStore } from "../src/core/store/sqlite";
 import { compileList } from "../src/core/query/compile";
@@ -81,5 +82,54 @@ test("a store under thousands of distinct 12 KB filters keeps its memo under RES
   await store.transaction(async (tx) => tx.delete("notes", (await store.page("notes", t0))[0].uuid));
   expect(store.memoBytes()).toBe(0);
   expect(await store.count("notes", t0)).toBe(10);
+  await store.close();
+});
+
+test("a record read twice is kept until a commit of this process updates or deletes it, or another process commits; other records' writes and inserts leave it", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "resd-memo-"));
+  dirs.push(dir);
+  const path = join(dir, "resd.db");
+  const store = new SqliteStore(path);
+  await store.syncSchema([buildDefinition("notes", { fields: { title: { type: "text" } } } as never, null)]);
+  const row = (uuid: string, title: string) => ({ uuid, data: JSON.stringify({ title }), _created: 1, _modified: 1, _created_by: null, _modified_by: null });
+  await store.transaction(async (tx) => { await tx.insert("notes", row("a", "a1")); await tx.insert("notes", row("b", "b1")); });
+  const get = (uuid: string) => store.now!.get("notes", uuid);
+  // A record goes in at its second read: from then on, the same object (no read of the file).
+  const first = get("a");
+  const a = get("a");
+  expect(a).not.toBe(first);
+  expect(get("a")).toBe(a);
+  for (const uuid of ["b", "b", "c", "missing", "missing"]) get(uuid);
+  expect(get("missing")).toBeNull();
+  await store.transaction(async (tx) => { await tx.insert("notes", row("missing", "now here")); await tx.insert("notes", row("c", "c1")); });
+  expect(get("a")).toBe(a);
+  expect(get("missing")?.data).toBe(JSON.stringify({ title: "now here" })); // a miss was never kept
+  await store.transaction(async (tx) => tx.update("notes", row("b", "b2")));
+  expect(get("a")).toBe(a);
+  expect(get("b")?.data).toBe(JSON.stringify({ title: "b2" }));
+  get("a");
+  await store.transaction(async (tx) => tx.update("notes", row("a", "a2")));
+  expect(get("a")?.data).toBe(JSON.stringify({ title: "a2" }));
+  const a2 = get("a");
+  await store.transaction(async (tx) => tx.delete("notes", "a"));
+  expect(get("a")).toBeNull();
+  await store.transaction(async (tx) => tx.insert("notes", row("a", "a3")));
+  expect(get("a")?.data).toBe(JSON.stringify({ title: "a3" }));
+  expect(a2).not.toBe(get("a"));
+  get("c");
+  const c = get("c");
+  expect(get("c")).toBe(c);
+  await store.transaction(async (tx) => { await tx.deleteAll("notes", null); });
+  expect(get("c")).toBeNull();
+  await store.transaction(async (tx) => tx.insert("notes", row("d", "d1")));
+  expect(get("d")?.data).toBe(JSON.stringify({ title: "d1" }));
+  const d = get("d");
+  expect(get("d")).toBe(d);
+  // Another connection (another process) writes: the kept record goes (data_version, looked at every millisecond).
+  const other = new Database(path);
+  other.query(`UPDATE "r:notes" SET data = ? WHERE uuid = 'd'`).run(JSON.stringify({ title: "d by another process" }));
+  other.close();
+  await Bun.sleep(5);
+  expect(get("d")?.data).toBe(JSON.stringify({ title: "d by another process" }));
   await store.close();
 });

@@ -137,10 +137,18 @@ export type FilterTag = { key: string; where: string; args: SqlValue[]; equaliti
 export type FilterGroup = { filter: FilterTag; keys: Set<string> };
 export type Remembered = { tag: MemoTag; value: unknown };
 
-/** RESD_CACHE_MAX_BYTES's default; two thirds hold pages and totals, a third SQLite's kept search lists (GramLists). */
-export const DEFAULT_CACHE_BYTES = 96 * 1024 * 1024;
+/**
+ * RESD_CACHE_MAX_BYTES's default: a seventh holds single records (SQLite's RecordCache, 16 MiB);
+ * of the rest, two thirds pages and totals (64 MiB), a third SQLite's kept search lists (GramLists).
+ */
+export const DEFAULT_CACHE_BYTES = 112 * 1024 * 1024;
+/** The single records' share of the cache budget. */
+export const recordShare = (cacheBytes: number) => Math.floor(cacheBytes / 7);
 /** The memo's share of the cache budget. */
-export const memoShare = (cacheBytes: number) => cacheBytes - Math.floor(cacheBytes / 3);
+export const memoShare = (cacheBytes: number) => {
+  const rest = cacheBytes - recordShare(cacheBytes);
+  return rest - Math.floor(rest / 3);
+};
 
 /** What a commit of this process wrote to one resource: rows above `newAbove` only, or anything. */
 export type ResourceWrite = { newAbove: number } | "rewritten";

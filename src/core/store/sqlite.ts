@@ -18,7 +18,8 @@ import { Checkpointer, FALLBACK_AUTOCHECKPOINT_PAGES, WAL_SIZE_LIMIT, type Check
 import { countCaptureSql, flushCounts, flushSearchIndex, migrateInternal, searchTable, searchTextTable, syncResource } from "./sqlite-schema";
 import { SqliteJobs, insertJob } from "./sqlite-jobs";
 import { SqliteAccessStore } from "./access-sqlite";
-import { BoundedMemo, CommitMemo, DEFAULT_CACHE_BYTES, memoShare, rowBytes, type FilterTag, type MemoTag, type ResourceWrite } from "./memo";
+import { BoundedMemo, CommitMemo, DEFAULT_CACHE_BYTES, memoShare, recordShare, rowBytes, type FilterTag, type MemoTag, type ResourceWrite } from "./memo";
+import { RecordCache, type ChangedRecords } from "./record-cache";
 import { equalitiesOf, equalityFields, reviseAnswers } from "./sqlite-revise";
 import { ReadPool } from "./read-pool";
 import { COLS, SqliteReads } from "./sqlite-reads";
@@ -119,6 +120,9 @@ export class SqliteStore implements Store {
   /** Cached answers: revised by our own commits, all dropped by another process's (see CommitMemo). */
   private readonly memo: CommitMemo;
   private readonly gramLists: GramLists;
+  private readonly records: RecordCache;
+  /** The version() the kept records were read under. */
+  private recordsVersion = -1;
   private readonly versionStmt: Statement;
 
   private pool: ReadPool | null = null;
@@ -130,7 +134,8 @@ export class SqliteStore implements Store {
     // A third of the cache budget holds the search index's row ids per trigram (see GramLists).
     const cacheBytes = opts.cacheMaxBytes ?? DEFAULT_CACHE_BYTES;
     this.memo = new CommitMemo(memoShare(cacheBytes), () => this.version());
-    this.gramLists = new GramLists(cacheBytes - memoShare(cacheBytes), () => this.version());
+    this.records = new RecordCache(recordShare(cacheBytes));
+    this.gramLists = new GramLists(cacheBytes - memoShare(cacheBytes) - recordShare(cacheBytes), () => this.version());
     this.readWorkers = path === ":memory:" ? 0 : (opts.readWorkers ?? 2);
     this.queryBudgetMs = opts.queryBudgetMs ?? 10_000;
     if (path !== ":memory:") {
@@ -203,6 +208,7 @@ export class SqliteStore implements Store {
     } finally {
       this.memo.dropAll();
       this.gramLists.dropAll();
+      this.records.dropAll();
       this.plans.clear();
     }
   }
@@ -211,8 +217,19 @@ export class SqliteStore implements Store {
     return this.now.get(resource, uuid);
   }
 
+  /**
+   * A record read is kept (see RecordCache) until a commit changes it. A missing record is never
+   * kept: an insert, which drops nothing, may bring it.
+   */
   readonly now: StoreNow = {
-    get: (resource, uuid) => (this.writer.inTransaction ? this.reads : this.writerReads).getNow(resource, uuid),
+    get: (resource, uuid) => {
+      const v = this.version();
+      if (v !== this.recordsVersion) {
+        this.records.dropAll();
+        this.recordsVersion = v;
+      }
+      return this.records.read(resource, uuid, () => (this.writer.inTransaction ? this.reads : this.writerReads).getNow(resource, uuid));
+    },
     lastChange: (resource) => this.memo.peek<number>(changeKey(resource)),
   };
 
@@ -674,6 +691,7 @@ export class SqliteStore implements Store {
     const done: Settled[] = [];
     const touched = new Set<string>();
     let writes = new Map<string, ResourceWrite>();
+    let changed: ChangedRecords = new Map();
     this.forgetWrites();
     // A job alone needs no savepoint: its failure rolls back the transaction, which holds nothing
     // else. A savepoint makes SQLite copy every page it first changes (a large import's updates ran
@@ -690,6 +708,7 @@ export class SqliteStore implements Store {
       flushSearchIndex(this.writer, this.dialect, this.written, this.idsBefore);
       flushCounts(this.writer, this.dialect, this.written, this.idsBefore, this.before);
       writes = this.writesOf(touched);
+      changed = this.changed;
       this.forgetWrites();
       const now = Date.now();
       const mark = this.writer.query("INSERT INTO _resd_changes (resource, changed_ms) VALUES (?, ?) ON CONFLICT(resource) DO UPDATE SET changed_ms = max(changed_ms + 1, excluded.changed_ms)");
@@ -705,7 +724,7 @@ export class SqliteStore implements Store {
       batch.slice(done.length).forEach((j) => j.reject(failure));
       return;
     }
-    this.revise(writes);
+    this.revise(writes, changed);
     for (const d of done) {
       if (d.ok) d.job.resolve(d.value);
       else d.job.reject(d.value);
@@ -748,8 +767,9 @@ export class SqliteStore implements Store {
    * The memo after a commit of ours (see CommitMemo.committed). The write is done: should revising
    * fail, every answer goes (always correct) and the write still succeeds.
    */
-  private revise(writes: Map<string, ResourceWrite>): void {
+  private revise(writes: Map<string, ResourceWrite>, changed: ChangedRecords): void {
     try {
+      this.records.committed(changed);
       this.memo.committed(writes, (resource, newAbove, groups, get) => reviseAnswers(this.writer, this.dialect.table(resource), newAbove, groups, get));
       for (const [resource, w] of writes) {
         this.gramLists.committed(resource, w === "rewritten" ? null : w.newAbove, (above, limit) =>
@@ -758,6 +778,7 @@ export class SqliteStore implements Store {
     } catch (e) {
       this.memo.dropAll();
       this.gramLists.dropAll();
+      this.records.dropAll();
       console.error(`resd: cached answers dropped after a commit (revising them failed): ${(e as Error).stack ?? e}`);
     }
   }
@@ -773,8 +794,18 @@ export class SqliteStore implements Store {
     return out;
   }
 
+  /** Records the open transaction updated or deleted, per resource (null: all), for the memo. */
+  private changed: ChangedRecords = new Map();
+  private noteChanged(resource: string, uuid: string): void {
+    const uuids = this.changed.get(resource);
+    if (uuids === null) return;
+    if (uuids) uuids.add(uuid);
+    else this.changed.set(resource, new Set([uuid]));
+  }
+
   /** What the open transaction noted for its derived data (search index, counts): nothing yet. */
   private forgetWrites(): void {
+    this.changed = new Map();
     this.written.clear();
     this.idsBefore.clear();
     this.before.clear();
@@ -842,6 +873,7 @@ export class SqliteStore implements Store {
       update: async (resource, rec) => {
         this.markStart(resource);
         this.captureBefore(resource, rec.uuid);
+        this.noteChanged(resource, rec.uuid);
         try {
           const r = this.writeStmtsFor(resource).update.get(rec.data, rec._modified, rec._modified_by, rec.uuid) as { id: number } | null;
           this.noteWritten(resource, r?.id);
@@ -855,6 +887,7 @@ export class SqliteStore implements Store {
         this.captureBefore(resource, uuid);
         const r = this.writeStmtsFor(resource).delete.get(uuid) as { id: number } | null;
         if (!r) return false;
+        this.noteChanged(resource, uuid);
         this.noteWritten(resource, r.id);
         touched.add(resource);
         return true;
@@ -870,6 +903,7 @@ export class SqliteStore implements Store {
         }
         const n = w.query(`DELETE FROM ${t(resource)}`).run().changes;
         this.written.set(resource, null);
+        this.changed.set(resource, null);
         touched.add(resource);
         return n;
       },
