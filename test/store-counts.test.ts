@@ -95,3 +95,21 @@ test("a transaction alone (no savepoint) that fails leaves nothing; one that ins
   expect(db.inTransaction).toBe(false);
   await s.close();
 });
+
+test("an update refused by a unique index, in a commit shared with others, leaves the counts as they were", async () => {
+  const s = new SqliteStore(join(dir, "unique.db"));
+  await s.syncSchema([buildDefinition("items", {
+    fields: { code: { type: "text" }, status: { type: "select", options: { a: "A", b: "B" } } }, unique: ["code"], index: ["status"],
+  } as never, null)]);
+  const rec = (uuid: string, code: string, status: string) => ({ uuid, data: JSON.stringify({ code, status }), _created: 1, _modified: 1, _created_by: null, _modified_by: null });
+  await s.transaction(async (tx) => { await tx.insert("items", rec("a", "A", "a")); await tx.insert("items", rec("b", "B", "a")); });
+  const results = await Promise.allSettled([
+    s.transaction((tx) => tx.update("items", rec("b", "A", "b"))),
+    s.transaction((tx) => tx.insert("items", rec("c", "C", "a"))),
+  ]);
+  expect(results.map((r) => r.status)).toEqual(["rejected", "fulfilled"]);
+  const db = s.writeDb;
+  expect(db.query("SELECT key, n FROM _resd_counts WHERE resource = 'items' AND n != 0 ORDER BY key").all())
+    .toEqual([{ key: "", n: 3 }, { key: "status\u0000'a'", n: 3 }]);
+  await s.close();
+});

@@ -7,9 +7,11 @@
  * another process's commit or a schema change drops everything.
  *
  * The table is direct-mapped: a record has one slot, chosen by a hash of its resource and uuid,
- * and a record kept in a taken slot replaces the one there. Nothing is moved or rehashed (a Map of
+ * and a record kept in a taken slot replaces the one there; when the bytes are spent, other slots
+ * are emptied in turn (round robin) until it fits. Nothing is moved or rehashed (a Map of
  * recently used entries, rehashing under churn, made reads of many distinct records four times
- * slower), and drops of a resource or of everything are a generation number, not a sweep.
+ * slower). Emptying a resource is a generation number, not a sweep; a drop of everything empties
+ * the table (a few hundred microseconds), so that the memory goes with it.
  *
  * A record goes in at its second read in a row from its slot; the first only leaves a 32-bit
  * fingerprint there, which holds nothing for the collector to walk. Kept at every read, records
@@ -18,7 +20,7 @@
  */
 import type { StoredRecord } from "./types";
 
-/** Estimated bytes a kept record holds beyond its JSON text (the row object, its strings, the slot). */
+/** Estimated bytes a kept record holds beyond its JSON text, counted at two bytes a character (the row object, its strings, the slot). */
 const ROW_OVERHEAD = 320;
 
 /** Per resource, the records a commit updated or deleted (null: any of them). */
@@ -30,14 +32,14 @@ export class RecordCache {
   private readonly resources: (string | undefined)[];
   private readonly rows: (StoredRecord | undefined)[];
   private readonly sizes: Int32Array;
-  /** The generation each slot was filled in: its resource's, and the whole cache's. */
+  /** The generation of its resource each slot was filled in. */
   private readonly slotGens: Int32Array;
-  private readonly slotEra: Int32Array;
   /** Per slot, the fingerprint of the last record read there and not kept. */
   private readonly seen: Int32Array;
   private readonly gens = new Map<string, number>();
-  private era = 1;
   private bytes = 0;
+  /** The next slot to empty when a record needs room (round robin). */
+  private hand = 0;
 
   /** `slots`: a power of two; `maxBytes`: past it, a record goes in only in place of another. */
   constructor(private readonly maxBytes: number, slots = 1 << 17) {
@@ -47,7 +49,6 @@ export class RecordCache {
     this.rows = new Array(slots);
     this.sizes = new Int32Array(slots);
     this.slotGens = new Int32Array(slots);
-    this.slotEra = new Int32Array(slots);
     this.seen = new Int32Array(slots);
   }
 
@@ -69,7 +70,7 @@ export class RecordCache {
     if (this.maxBytes <= 0) return load();
     const h = this.hash(resource, uuid);
     const i = h & this.mask;
-    if (this.uuids[i] === uuid && this.resources[i] === resource && this.slotEra[i] === this.era && this.slotGens[i] === this.gen(resource)) return this.rows[i]!;
+    if (this.uuids[i] === uuid && this.resources[i] === resource && this.slotGens[i] === this.gen(resource)) return this.rows[i]!;
     const row = load();
     if (row) this.put(i, h | 1, resource, row);
     return row;
@@ -88,15 +89,21 @@ export class RecordCache {
       return;
     }
     this.seen[i] = 0;
-    const taken = this.rows[i] !== undefined;
-    if (!taken && this.bytes + size > this.maxBytes) return;
+    // Whatever the slot held, the budget holds: other slots are emptied in turn until the record fits.
+    let over = this.bytes - this.sizes[i]! + size - this.maxBytes;
+    while (over > 0) {
+      const j = this.hand;
+      this.hand = (j + 1) & this.mask;
+      if (j === i || this.rows[j] === undefined) continue;
+      over -= this.sizes[j]!;
+      this.empty(j);
+    }
     this.bytes += size - this.sizes[i]!;
     this.uuids[i] = row.uuid;
     this.resources[i] = resource;
     this.rows[i] = row;
     this.sizes[i] = size;
     this.slotGens[i] = this.gen(resource);
-    this.slotEra[i] = this.era;
   }
 
   /** After a commit of this process: the records it updated or deleted go. */
@@ -109,7 +116,10 @@ export class RecordCache {
 
   private drop(resource: string, uuid: string): void {
     const i = this.hash(resource, uuid) & this.mask;
-    if (this.uuids[i] !== uuid || this.resources[i] !== resource) return;
+    if (this.uuids[i] === uuid && this.resources[i] === resource) this.empty(i);
+  }
+
+  private empty(i: number): void {
     this.bytes -= this.sizes[i]!;
     this.uuids[i] = undefined;
     this.resources[i] = undefined;
@@ -117,12 +127,13 @@ export class RecordCache {
     this.sizes[i] = 0;
   }
 
-  /**
-   * Everything goes (another process committed, the schema changed). Slots of an older era are
-   * refilled as they are read; until then they count towards the budget as taken.
-   */
+  /** Everything goes (another process committed, the schema changed), memory included. */
   dropAll(): void {
-    this.era++;
+    this.uuids.fill(undefined);
+    this.resources.fill(undefined);
+    this.rows.fill(undefined);
+    this.sizes.fill(0);
+    this.bytes = 0;
   }
 
   /** Estimated bytes held. */

@@ -837,6 +837,10 @@ export class SqliteStore implements Store {
     let seen = this.before.get(resource);
     if (!seen) this.before.set(resource, (seen = new Map()));
     if (!seen.has(row.id)) seen.set(row.id, row.k);
+    // Noted as written now, not after the write: a write a unique index refuses rolls back to its
+    // savepoint, and the commit must then count the row's keys as they are against the old ones
+    // (no change), not only take the old ones away.
+    this.noteWritten(resource, row.id);
   }
 
   private readonly writeStmts = new Map<string, Record<"get" | "insert" | "update" | "delete", Statement>>();
