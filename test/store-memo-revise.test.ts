@@ -69,6 +69,22 @@ const queries = [
   })),
 ];
 
+type Compiled = ReturnType<typeof compileList>;
+
+/** The page and total of `c` from the store, beside a store that remembers nothing (`where` names the case). */
+async function expectAsFresh(store: SqliteStore, fresh: SqliteStore, c: Compiled, where: string): Promise<void> {
+  expect({ where, rows: (await store.page("items", c)).map((r) => r.uuid) }).toEqual({ where, rows: (await fresh.page("items", c)).map((r) => r.uuid) });
+  expect({ where, total: await store.count("items", c) }).toEqual({ where, total: await fresh.count("items", c) });
+}
+
+/** Reads (and so remembers) the page and total of each query. */
+async function readEach(store: SqliteStore, compiled: { c: Compiled }[]): Promise<void> {
+  for (const { c } of compiled) {
+    await store.page("items", c);
+    await store.count("items", c);
+  }
+}
+
 test("pages and totals remembered across inserts, updates and deletes equal a fresh read after every commit", async () => {
   const { store, path } = await openStore();
   const fresh = new SqliteStore(path, { cacheMaxBytes: 0, readWorkers: 0 });
@@ -77,10 +93,7 @@ test("pages and totals remembered across inserts, updates and deletes equal a fr
   const compiled = queries.map((q) => ({ q, c: compileList(store.dialect, def, parseListParams(q)) }));
   let keptAcrossInserts = 0;
   for (let round = 0; round < 35; round++) {
-    for (const { c } of compiled) {
-      await store.page("items", c);
-      await store.count("items", c);
-    }
+    await readEach(store, compiled);
     const before = store.memoBytes();
     const kind = rand();
     const uuids = (await fresh.page("items", compileList(store.dialect, def, parseListParams({ limit: "1000" })))).map((r) => r.uuid);
@@ -99,11 +112,7 @@ test("pages and totals remembered across inserts, updates and deletes equal a fr
     } else {
       await store.transaction(async (tx) => tx.delete("items", pick(uuids)));
     }
-    for (const { q, c } of compiled) {
-      const where = `round ${round}: ${JSON.stringify(q)}`;
-      expect({ where, rows: (await store.page("items", c)).map((r) => r.uuid) }).toEqual({ where, rows: (await fresh.page("items", c)).map((r) => r.uuid) });
-      expect({ where, total: await store.count("items", c) }).toEqual({ where, total: await fresh.count("items", c) });
-    }
+    for (const { q, c } of compiled) await expectAsFresh(store, fresh, c, `round ${round}: ${JSON.stringify(q)}`);
   }
   // The point of it all: most insert commits left answers in place.
   expect(keptAcrossInserts).toBeGreaterThan(15);
@@ -117,10 +126,7 @@ test("answers read now and then, across several commits of creates, equal a fres
   let n = 0;
   await store.transaction(async (tx) => { for (let i = 0; i < 60; i++) await tx.insert("items", record(n++)); });
   const compiled = queries.map((q) => ({ q, c: compileList(store.dialect, def, parseListParams(q)) }));
-  for (const { c } of compiled) {
-    await store.page("items", c);
-    await store.count("items", c);
-  }
+  await readEach(store, compiled);
   for (let round = 0; round < 30; round++) {
     // One to four commits of creates, then a quarter of the answers read.
     for (let k = 0, commits = 1 + Math.floor(rand() * 4); k < commits; k++) {
@@ -128,22 +134,12 @@ test("answers read now and then, across several commits of creates, equal a fres
     }
     // `fresh` is another connection: it notices the commits within a millisecond.
     await Bun.sleep(2);
-    for (const { q, c } of compiled) {
-      if (rand() >= 0.25) continue;
-      const where = `round ${round}: ${JSON.stringify(q)}`;
-      expect({ where, total: await store.count("items", c) }).toEqual({ where, total: await fresh.count("items", c) });
-      expect({ where, rows: (await store.page("items", c)).map((r) => r.uuid) }).toEqual({ where, rows: (await fresh.page("items", c)).map((r) => r.uuid) });
-    }
+    for (const { q, c } of compiled) if (rand() < 0.25) await expectAsFresh(store, fresh, c, `round ${round}: ${JSON.stringify(q)}`);
   }
-  for (const { q, c } of compiled) {
-    const where = `at the end: ${JSON.stringify(q)}`;
-    expect({ where, rows: (await store.page("items", c)).map((r) => r.uuid) }).toEqual({ where, rows: (await fresh.page("items", c)).map((r) => r.uuid) });
-    expect({ where, total: await store.count("items", c) }).toEqual({ where, total: await fresh.count("items", c) });
-  }
+  for (const { q, c } of compiled) await expectAsFresh(store, fresh, c, `at the end: ${JSON.stringify(q)}`);
   await fresh.close();
   await store.close();
 }, 60_000);
-
 
 test("an answer computed after a create joins the answers of its filter without the create counted twice", async () => {
   const { store, path } = await openStore();
@@ -164,7 +160,6 @@ test("an answer computed after a create joins the answers of its filter without 
   await fresh.close();
   await store.close();
 });
-
 
 test("a write of another process still drops every answer", async () => {
   const { store, path } = await openStore();

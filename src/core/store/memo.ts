@@ -149,6 +149,8 @@ export const memoShare = (cacheBytes: number) => {
   const rest = cacheBytes - recordShare(cacheBytes);
   return rest - Math.floor(rest / 3);
 };
+/** The kept search lists' share of the cache budget: what the records and the memo leave. */
+export const listShare = (cacheBytes: number) => cacheBytes - recordShare(cacheBytes) - memoShare(cacheBytes);
 
 /** What a commit of this process wrote to one resource: rows above `newAbove` only, or anything. */
 export type ResourceWrite = { newAbove: number } | "rewritten";

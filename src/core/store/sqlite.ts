@@ -18,7 +18,7 @@ import { Checkpointer, FALLBACK_AUTOCHECKPOINT_PAGES, WAL_SIZE_LIMIT, type Check
 import { countCaptureSql, flushCounts, flushSearchIndex, migrateInternal, searchTable, searchTextTable, syncResource } from "./sqlite-schema";
 import { SqliteJobs, insertJob } from "./sqlite-jobs";
 import { SqliteAccessStore } from "./access-sqlite";
-import { BoundedMemo, CommitMemo, DEFAULT_CACHE_BYTES, memoShare, recordShare, rowBytes, type FilterTag, type MemoTag, type ResourceWrite } from "./memo";
+import { BoundedMemo, CommitMemo, DEFAULT_CACHE_BYTES, listShare, memoShare, recordShare, rowBytes, type FilterTag, type MemoTag, type ResourceWrite } from "./memo";
 import { RecordCache, type ChangedRecords } from "./record-cache";
 import { equalitiesOf, equalityFields, reviseAnswers } from "./sqlite-revise";
 import { ReadPool } from "./read-pool";
@@ -131,11 +131,11 @@ export class SqliteStore implements Store {
   private readonly queryBudgetMs: number;
 
   constructor(readonly path: string, opts: { cacheMaxBytes?: number; readWorkers?: number; queryBudgetMs?: number; mmapSize?: number; checkpoints?: CheckpointerOptions } = {}) {
-    // A third of the cache budget holds the search index's row ids per trigram (see GramLists).
+    // One budget for single records, pages and totals, and the search index's row ids per trigram.
     const cacheBytes = opts.cacheMaxBytes ?? DEFAULT_CACHE_BYTES;
     this.memo = new CommitMemo(memoShare(cacheBytes), () => this.version());
     this.records = new RecordCache(recordShare(cacheBytes));
-    this.gramLists = new GramLists(cacheBytes - memoShare(cacheBytes) - recordShare(cacheBytes), () => this.version());
+    this.gramLists = new GramLists(listShare(cacheBytes), () => this.version());
     this.readWorkers = path === ":memory:" ? 0 : (opts.readWorkers ?? 2);
     this.queryBudgetMs = opts.queryBudgetMs ?? 10_000;
     if (path !== ":memory:") {
@@ -764,8 +764,9 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * The memo after a commit of ours (see CommitMemo.committed). The write is done: should revising
-   * fail, every answer goes (always correct) and the write still succeeds.
+   * Kept records, cached answers and search lists after a commit of ours (see RecordCache.committed,
+   * CommitMemo.committed, GramLists.committed). The write is done: should revising fail, everything
+   * kept goes (always correct) and the write still succeeds.
    */
   private revise(writes: Map<string, ResourceWrite>, changed: ChangedRecords): void {
     try {
@@ -794,7 +795,7 @@ export class SqliteStore implements Store {
     return out;
   }
 
-  /** Records the open transaction updated or deleted, per resource (null: all), for the memo. */
+  /** Records the open transaction updated or deleted, per resource (null: all), for the record cache. */
   private changed: ChangedRecords = new Map();
   private noteChanged(resource: string, uuid: string): void {
     const uuids = this.changed.get(resource);
