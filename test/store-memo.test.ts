@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Database } from "bun:sqlite";
-import { BoundedMemo } from "../src/core/store/memo";
+import { BoundedMemo, CommitMemo, keysOf, pagesByEnd, type FilterGroup, type FilterTag, type MemoTag } from "../src/core/store/memo";
 import { SqliteStore } from "../src/core/store/sqlite";
 import { compileList } from "../src/core/query/compile";
 import { parseListParams } from "../src/core/query/parse";
@@ -40,6 +40,50 @@ test("the least recently used entries go once the budget is reached; oversized v
   expect(memo.get("big")).toBeUndefined();
   memo.clear();
   expect(memo.bytes).toBe(0);
+});
+
+test("a commit judges exactly the kept pages and totals, by filter: full pages of each order by where they end, the rest apart", async () => {
+  const memo = new CommitMemo(60_000, () => 0);
+  const filter = (key: string): FilterTag => ({ key, where: "", args: [], equalities: [], bytes: 0 });
+  const asc = [{ expr: "year", desc: false }, { expr: "id", desc: false }];
+  const page = (f: string, offset: number, limit: number, full = true, order: typeof asc | null = asc): MemoTag =>
+    ({ kind: "rows", resource: "items", filter: filter(f), order: order ?? undefined, orderKey: JSON.stringify(order), offset, limit, full });
+  const keep = (key: string, tag: MemoTag, bytes = 100) => memo.remember(key, async () => key, () => bytes, () => tag);
+  await keep("p40", page("a", 40, 20));
+  await keep("p0", page("a", 0, 20));
+  await keep("p20", page("a", 20, 10));
+  await keep("p20b", page("a", 20, 20));
+  await keep("end", page("a", 60, 20, false));
+  await keep("unordered", page("a", 0, 20, true, null));
+  await keep("total", { kind: "count", resource: "items", filter: filter("a") });
+  await keep("other", page("b", 0, 20));
+  let judged: FilterGroup[] = [];
+  const commit = () => {
+    judged = [];
+    memo.committed(new Map([["items", { newAbove: 0 }]]), (_r, _n, groups) => ((judged = groups), new Map()));
+  };
+  commit();
+  const a = judged.find((g) => g.filter.key === "a")!;
+  expect(judged.map((g) => g.filter.key).sort()).toEqual(["a", "b"]);
+  expect([...a.counts]).toEqual(["total"]);
+  expect([...a.partial].sort()).toEqual(["end", "unordered"]);
+  expect(pagesByEnd(a.orders.get(JSON.stringify(asc))!).map((p) => `${p.key}:${p.end}`)).toEqual(["p0:20", "p20:30", "p20b:40", "p40:60"]);
+  // A page that goes (evicted by the byte budget, or dropped by a write) leaves its group; the
+  // last one leaves no group behind.
+  for (let i = 0; i < 1000; i++) await keep(`filler${i}`, { kind: "any", resource: "other" }, 1000);
+  commit();
+  expect(judged).toEqual([]);
+  await keep("p0", page("a", 0, 20));
+  await keep("p20", page("a", 20, 20));
+  commit();
+  expect(judged.flatMap((g) => [...keysOf(g)]).sort()).toEqual(["p0", "p20"]);
+  expect(pagesByEnd(judged[0].orders.get(JSON.stringify(asc))!).map((p) => p.key)).toEqual(["p0", "p20"]);
+  memo.committed(new Map([["items", { newAbove: 0 }]]), () => new Map([["p0", "drop"]]));
+  commit();
+  expect(pagesByEnd(judged[0].orders.get(JSON.stringify(asc))!).map((p) => p.key)).toEqual(["p20"]);
+  memo.committed(new Map([["items", "rewritten"]]), () => new Map());
+  commit();
+  expect(judged).toEqual([]);
 });
 
 test("a store under thousands of distinct 12 KB filters keeps its memo under RESD_CACHE_MAX_BYTES and answers correctly", async () => {

@@ -124,7 +124,7 @@ export class BoundedMemo {
  */
 export type MemoTag =
   | { kind: "any"; resource: string }
-  | { kind: "rows"; resource: string; filter: FilterTag; order?: SortKey[]; orderKey: string; offset: number; limit: number }
+  | { kind: "rows"; resource: string; filter: FilterTag; order?: SortKey[]; orderKey: string; offset: number; limit: number; full: boolean }
   | { kind: "count"; resource: string; filter: FilterTag };
 
 /**
@@ -133,9 +133,32 @@ export type MemoTag =
  */
 export type FilterTag = { key: string; where: string; args: SqlValue[]; equalities: { field: string; value: SqlValue }[] | null; bytes: number };
 
-/** The remembered answers of one filter: their keys, and each one's tag and value. */
-export type FilterGroup = { filter: FilterTag; keys: Set<string> };
-export type Remembered = { tag: MemoTag; value: unknown };
+/**
+ * The remembered answers of one filter, as a commit judges them: its totals; the pages that may
+ * end the list (not full, or without an order: any new match changes them); and the full pages of
+ * each order (by `orderKey`), which are slices of one list.
+ */
+export type FilterGroup = { filter: FilterTag; counts: Set<string>; partial: Set<string>; orders: Map<string, OrderPages>; size: number };
+
+/**
+ * The full pages of one filter in one order. `byEnd` lists them by where they end (the later a
+ * page ends, the more new rows sort before its last row): worked out again only after a page came
+ * or went, not at every commit.
+ */
+export type OrderPages = { order: SortKey[]; pages: Map<string, PageRef>; byEnd: PageRef[] | null };
+export type PageRef = { key: string; offset: number; end: number };
+
+/** Every key of a group. */
+export function* keysOf(g: FilterGroup): Iterable<string> {
+  yield* g.counts;
+  yield* g.partial;
+  for (const o of g.orders.values()) yield* o.pages.keys();
+}
+
+/** Full pages of an order, by where they end (then where they start). */
+export function pagesByEnd(o: OrderPages): PageRef[] {
+  return (o.byEnd ??= [...o.pages.values()].sort((a, b) => a.end - b.end || a.offset - b.offset));
+}
 
 /**
  * RESD_CACHE_MAX_BYTES's default: a seventh holds single records (SQLite's RecordCache, 16 MiB);
@@ -161,7 +184,7 @@ export type ResourceWrite = { newAbove: number } | "rewritten";
  */
 export type Revision = "drop" | { value: unknown; grow?: number };
 
-export type Reviser = (resource: string, newAbove: number, groups: FilterGroup[], get: (key: string) => Remembered) => Map<string, Revision>;
+export type Reviser = (resource: string, newAbove: number, groups: FilterGroup[], valueOf: (key: string) => unknown) => Map<string, Revision>;
 
 /**
  * Cached answers and what they depend on. A commit of another process or connection (`version()`
@@ -197,11 +220,21 @@ export class CommitMemo {
     }
     const groups = this.groupsOf.get(tag.resource);
     const g = groups?.get(tag.filter.key);
-    g?.keys.delete(key);
-    if (g?.keys.size === 0) groups!.delete(tag.filter.key);
+    if (!g) return;
+    if (tag.kind === "count") g.counts.delete(key);
+    else if (!tag.full || !tag.order) g.partial.delete(key);
+    else {
+      const o = g.orders.get(tag.orderKey)!;
+      o.pages.delete(key);
+      o.byEnd = null;
+      if (!o.pages.size) g.orders.delete(tag.orderKey);
+    }
+    if (--g.size === 0) groups!.delete(tag.filter.key);
   }
 
   private tag(key: string, tag: MemoTag | undefined): void {
+    // A key kept again (its value replaced) is counted in its group once.
+    this.untag(key);
     if (!tag) {
       this.untagged.add(key);
       return;
@@ -216,8 +249,16 @@ export class CommitMemo {
     let groups = this.groupsOf.get(tag.resource);
     if (!groups) this.groupsOf.set(tag.resource, (groups = new Map()));
     let g = groups.get(tag.filter.key);
-    if (!g) groups.set(tag.filter.key, (g = { filter: tag.filter, keys: new Set() }));
-    g.keys.add(key);
+    if (!g) groups.set(tag.filter.key, (g = { filter: tag.filter, counts: new Set(), partial: new Set(), orders: new Map(), size: 0 }));
+    g.size++;
+    if (tag.kind === "count") g.counts.add(key);
+    else if (!tag.full || !tag.order) g.partial.add(key);
+    else {
+      let o = g.orders.get(tag.orderKey);
+      if (!o) g.orders.set(tag.orderKey, (o = { order: tag.order, pages: new Map(), byEnd: null }));
+      o.pages.set(key, { key, offset: tag.offset, end: tag.offset + tag.limit });
+      o.byEnd = null;
+    }
   }
 
   private clear(): void {
@@ -244,7 +285,7 @@ export class CommitMemo {
    * the bytes it holds, or null when it is not worth keeping; `tagOf` says what it depends on. An
    * answer computed across a commit is not kept.
    */
-  async remember<T>(key: string, compute: () => Promise<T>, size: (v: T) => number | null = () => 16, tagOf?: () => MemoTag): Promise<T> {
+  async remember<T>(key: string, compute: () => Promise<T>, size: (v: T) => number | null = () => 16, tagOf?: (v: T) => MemoTag): Promise<T> {
     const version = this.version();
     if (version !== this.memoVersion) {
       this.clear();
@@ -261,7 +302,7 @@ export class CommitMemo {
       const v = await value;
       const bytes = size(v);
       if (bytes !== null && this.epoch === epoch && this.version() === version && this.memoVersion === version) {
-        const tag = tagOf?.();
+        const tag = tagOf?.(v);
         // A tag holds its filter's text and its bookkeeping: they count towards the budget too.
         this.memo.set(key, v, bytes + (tag ? TAG_OVERHEAD + (tag.kind !== "any" ? tag.filter.bytes : 0) : 0));
         if (this.memo.has(key)) this.tag(key, tag);
@@ -286,10 +327,10 @@ export class CommitMemo {
       const groups = this.groupsOf.get(resource);
       if (!groups?.size) continue;
       if (w === "rewritten") {
-        for (const g of [...groups.values()]) for (const key of [...g.keys]) this.memo.delete(key);
+        for (const g of [...groups.values()]) for (const key of [...keysOf(g)]) this.memo.delete(key);
         continue;
       }
-      const verdicts = revise(resource, w.newAbove, [...groups.values()], (key) => ({ tag: this.tags.get(key)!, value: this.memo.peek(key) }));
+      const verdicts = revise(resource, w.newAbove, [...groups.values()], (key) => this.memo.peek(key));
       for (const [key, verdict] of verdicts) {
         if (verdict === "drop") this.memo.delete(key);
         else this.memo.replace(key, verdict.value, verdict.grow);

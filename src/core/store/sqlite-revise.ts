@@ -19,7 +19,7 @@
  */
 import type { Database, Statement } from "bun:sqlite";
 import { COLS } from "./sqlite-reads";
-import { rowBytes, type FilterGroup, type FilterTag, type Remembered, type Revision } from "./memo";
+import { keysOf, pagesByEnd, rowBytes, type FilterGroup, type FilterTag, type OrderPages, type Revision } from "./memo";
 import type { SortKey, SqlValue, StoredRecord } from "./types";
 
 /** More new rows than this (an import) are not worth checking answer by answer: they all go. */
@@ -37,6 +37,17 @@ const condition = (where: string) => (where ? `(${where.replace(/^WHERE /, "")})
 /** A field's value as the dialect writes it (`json_extract(data, '$."field"')`): the field's name, or null. */
 const FIELD = /^json_extract\(data, '\$\."([A-Za-z0-9_]+)"'\)$/;
 const fieldOf = (expr: string) => FIELD.exec(expr)?.[1] ?? null;
+
+/**
+ * A kept row's stored JSON, parsed once: the last rows of full pages are compared with new rows at
+ * every commit, and rows are shared between answers and never changed.
+ */
+const parsed = new WeakMap<StoredRecord, Record<string, unknown>>();
+function dataOf(row: StoredRecord): Record<string, unknown> {
+  let d = parsed.get(row);
+  if (!d) parsed.set(row, (d = JSON.parse(row.data) as Record<string, unknown>));
+  return d;
+}
 
 /**
  * The fields of a filter made only of plain equalities (`json_extract(data, '$."field"') = ?`, as
@@ -96,7 +107,7 @@ function sortsNoLater(order: SortKey[], i = 0): string {
   return `(${before} OR (${e} IS ${k} AND ${sortsNoLater(order, i + 1)}))`;
 }
 
-type Page = { key: string; order: SortKey[]; orderKey: string; offset: number; end: number; rows: StoredRecord[]; last: StoredRecord };
+type Page = { key: string; offset: number; end: number; rows: StoredRecord[]; last: StoredRecord };
 type Fresh = { id: number; data: Record<string, unknown>; row: StoredRecord };
 
 /** A value as SQLite holds it, when JavaScript compares it the same way: null, a number, or text without surrogate pairs. */
@@ -123,12 +134,21 @@ function compare(a: Plain, b: Plain): number {
 
 const COLUMN = /^(_created|_modified|_created_by|_modified_by)$/;
 
-/** The value of one sort key of a row, or UNKNOWN when only SQLite can say (collations, casts, translations). */
-function keyOf(expr: string, data: Record<string, unknown>, row: StoredRecord): Plain | typeof UNKNOWN {
+type KeyReader = (row: StoredRecord, data: () => Record<string, unknown>) => Plain | typeof UNKNOWN;
+/** How each sort expression is read from a row (a handful per site): worked out once, not per comparison. */
+const readers = new Map<string, KeyReader>();
+
+/** The reader of one sort key of a row: UNKNOWN when only SQLite can say (collations, casts, translations). */
+function keyReader(expr: string): KeyReader {
+  let read = readers.get(expr);
+  if (read) return read;
   const f = fieldOf(expr);
-  if (f !== null) return plain(data[f]);
-  if (COLUMN.test(expr)) return plain(row[expr as keyof StoredRecord]);
-  return UNKNOWN;
+  read = f !== null ? (_row, data) => plain(data()[f])
+    : COLUMN.test(expr) ? (row) => plain(row[expr as keyof StoredRecord])
+    : () => UNKNOWN;
+  if (readers.size >= 1000) readers.clear();
+  readers.set(expr, read);
+  return read;
 }
 
 /**
@@ -139,8 +159,9 @@ function keyOf(expr: string, data: Record<string, unknown>, row: StoredRecord): 
 function compareKeys(order: SortKey[], a: Fresh, b: StoredRecord, bData: () => Record<string, unknown>): number | undefined {
   for (const { expr, desc } of order) {
     if (expr === "id") return 0;
-    const x = keyOf(expr, a.data, a.row);
-    const y = keyOf(expr, bData(), b);
+    const read = keyReader(expr);
+    const x = read(a.row, () => a.data);
+    const y = read(b, bData);
     if (x === UNKNOWN || y === UNKNOWN) return undefined;
     const c = compare(x, y);
     if (c !== 0) return desc ? -c : c;
@@ -160,38 +181,30 @@ function newSortsNoLater(order: SortKey[], fresh: Fresh, last: StoredRecord, las
   return c === undefined ? undefined : c !== 0 ? c < 0 : (idKey(order)?.desc ?? true);
 }
 
-export function reviseAnswers(db: Database, table: string, newAbove: number, groups: FilterGroup[], get: (key: string) => Remembered): Map<string, Revision> {
+export function reviseAnswers(db: Database, table: string, newAbove: number, groups: FilterGroup[], valueOf: (key: string) => unknown): Map<string, Revision> {
   const out = new Map<string, Revision>();
   // NOT INDEXED: the new rows by their row ids, never a walk of some index of the filter (30 ms on 1M).
   const added = db.query(`SELECT id, ${COLS} FROM ${table} NOT INDEXED WHERE id > ? LIMIT ?`).all(newAbove, MAX_NEW_ROWS + 1) as (StoredRecord & { id: number })[];
   if (!added.length) return out;
   if (added.length > MAX_NEW_ROWS) {
-    for (const g of groups) for (const key of g.keys) out.set(key, "drop");
+    for (const g of groups) for (const key of keysOf(g)) out.set(key, "drop");
     return out;
   }
   const fresh: Fresh[] = added.map((r) => ({ id: r.id, data: JSON.parse(r.data) as Record<string, unknown>, row: r }));
   const byId = new Map(fresh.map((f) => [f.id, f]));
   const budget = { checks: MAX_CHECKS, queries: MAX_SQL_FILTERS };
-  for (const { filter, keys } of groups) {
-    const matched = matches(db, table, newAbove, filter, fresh, budget);
+  for (const g of groups) {
+    const matched = matches(db, table, newAbove, g.filter, fresh, budget);
     if (matched === null) {
-      for (const key of keys) out.set(key, "drop");
+      for (const key of keysOf(g)) out.set(key, "drop");
       continue;
     }
     if (!matched.length) continue;
-    const pages: Page[] = [];
-    for (const key of keys) {
-      const { tag, value } = get(key);
-      if (tag.kind === "count") out.set(key, { value: (value as number) + matched.length });
-      else if (tag.kind !== "rows") out.set(key, "drop");
-      else {
-        const rows = value as StoredRecord[];
-        // Not full (the end of the list, `limit=0` included): a match may join it.
-        if (rows.length === 0 || rows.length < tag.limit || !tag.order) out.set(key, "drop");
-        else pages.push({ key, order: tag.order, orderKey: tag.orderKey, offset: tag.offset, end: tag.offset + tag.limit, rows, last: rows[rows.length - 1] });
-      }
-    }
-    for (const [key, verdict] of reached(db, table, matched.map((id) => byId.get(id)!), pages)) out.set(key, verdict);
+    for (const key of g.counts) out.set(key, { value: (valueOf(key) as number) + matched.length });
+    // Not full (the end of the list, `limit=0` included), or in no order: a match may join it.
+    for (const key of g.partial) out.set(key, "drop");
+    const rows = matched.map((id) => byId.get(id)!);
+    for (const pages of g.orders.values()) reached(db, table, rows, pages, valueOf, out);
   }
   return out;
 }
@@ -218,38 +231,37 @@ function matches(db: Database, table: string, newAbove: number, filter: FilterTa
   return (db.query(`SELECT id FROM ${table} NOT INDEXED WHERE id > ? AND ${condition(filter.where)}`).all(newAbove, ...(filter.args as never[])) as { id: number }[]).map((r) => r.id);
 }
 
-/** Full pages of one filter that a matching new row reaches (drop) or not (left out: they stay). */
-function reached(db: Database, table: string, matched: Fresh[], pages: Page[]): Map<string, Revision> {
-  const out = new Map<string, Revision>();
-  const byOrder = new Map<string, Page[]>();
-  for (const p of pages) {
-    const same = byOrder.get(p.orderKey);
-    if (same) same.push(p);
-    else byOrder.set(p.orderKey, [p]);
-  }
-  const ids = JSON.stringify(matched.map((m) => m.id));
-  for (const same of byOrder.values()) {
-    const order = same[0].order;
-    // Insertion order: new rows come after every full page, or (newest first) before all of them.
-    if (order.length === 1) {
-      if (!order[0].desc) continue;
-      const moved = movedPages(order, matched, same);
-      for (const p of same) out.set(p.key, moved.get(p.key) ?? "drop");
-      continue;
-    }
+/**
+ * Full pages of one filter and order that a matching new row reaches: moved (see movedPages) or
+ * dropped, into `out`; the others stay as they are.
+ */
+function reached(db: Database, table: string, matched: Fresh[], o: OrderPages, valueOf: (key: string) => unknown, out: Map<string, Revision>): void {
+  const { order } = o;
+  const refs = pagesByEnd(o);
+  const pageAt = (i: number): Page | null => {
+    const rows = valueOf(refs[i].key) as StoredRecord[] | undefined;
+    return rows?.length ? { key: refs[i].key, offset: refs[i].offset, end: refs[i].end, rows, last: rows[rows.length - 1] } : null;
+  };
+  // Insertion order: new rows come after every full page, or (newest first) before all of them.
+  let lo = 0;
+  if (order.length === 1) {
+    if (!order[0].desc) return;
+  } else {
     // The pages of one filter and order are slices of one list: the later a page's last row, the
     // more new rows sort before it. The first page a new row reaches is found by halving.
-    same.sort((a, b) => a.end - b.end);
+    const ids = JSON.stringify(matched.map((m) => m.id));
     let stmt: Statement | null = null;
     const bySql = (p: Page) => {
       stmt ??= db.query(`SELECT EXISTS (SELECT 1 FROM ${table} WHERE id IN (SELECT value FROM json_each(?)) AND ${sortsNoLater(order)}) AS hit
-          FROM (SELECT ${order.map((o, i) => `(${o.expr}) AS k${i}`).join(", ")} FROM ${table} WHERE uuid = ?) AS l`);
+          FROM (SELECT ${order.map((k, i) => `(${k.expr}) AS k${i}`).join(", ")} FROM ${table} WHERE uuid = ?) AS l`);
       // A last row not found (it cannot be, all pages being of the same state) counts as reached.
       return ((stmt.get(ids, p.last.uuid) as { hit: number } | null)?.hit ?? 1) === 1;
     };
-    const isReached = (p: Page) => {
-      let data: Record<string, unknown> | null = null;
-      const lastData = () => (data ??= JSON.parse(p.last.data) as Record<string, unknown>);
+    const isReached = (i: number) => {
+      const p = pageAt(i);
+      // A page not kept any more (it cannot be) counts as reached.
+      if (!p) return true;
+      const lastData = () => dataOf(p.last);
       let unknown = false;
       for (const m of matched) {
         const v = newSortsNoLater(order, m, p.last, lastData);
@@ -258,18 +270,22 @@ function reached(db: Database, table: string, matched: Fresh[], pages: Page[]): 
       }
       return unknown ? bySql(p) : false;
     };
-    let lo = 0;
-    let hi = same.length;
+    let hi = refs.length;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
-      if (isReached(same[mid])) hi = mid;
+      if (isReached(mid)) hi = mid;
       else lo = mid + 1;
     }
-    if (lo === same.length) continue;
-    const moved = movedPages(order, matched, same);
-    for (let i = lo; i < same.length; i++) out.set(same[i].key, moved.get(same[i].key) ?? "drop");
+    if (lo === refs.length) return;
   }
-  return out;
+  const pages: Page[] = [];
+  for (let i = 0; i < refs.length; i++) {
+    const p = pageAt(i);
+    if (p) pages.push(p);
+    else out.set(refs[i].key, "drop");
+  }
+  const moved = movedPages(order, matched, pages);
+  for (let i = lo; i < refs.length; i++) if (!out.has(refs[i].key)) out.set(refs[i].key, moved.get(refs[i].key) ?? "drop");
 }
 
 /** The order of two new rows: by their keys, the row id last (plain keys only, else undefined). */
@@ -298,12 +314,6 @@ function movedPages(order: SortKey[], matched: Fresh[], pages: Page[]): Map<stri
     const rows = run.flatMap((p) => p.rows);
     const start = run[0].offset;
     // Each new row's place: the number of kept rows it sorts after.
-    const parsed = new Map<number, Record<string, unknown>>();
-    const dataAt = (k: number) => {
-      let d = parsed.get(k);
-      if (!d) parsed.set(k, (d = JSON.parse(rows[k].data) as Record<string, unknown>));
-      return d;
-    };
     const places: { fresh: Fresh; at: number }[] = [];
     let known = true;
     for (const m of matched) {
@@ -311,7 +321,7 @@ function movedPages(order: SortKey[], matched: Fresh[], pages: Page[]): Map<stri
       let hi = rows.length;
       while (lo < hi && known) {
         const mid = (lo + hi) >> 1;
-        const before = newSortsNoLater(order, m, rows[mid], () => dataAt(mid));
+        const before = newSortsNoLater(order, m, rows[mid], () => dataOf(rows[mid]));
         if (before === undefined) known = false;
         else if (before) hi = mid;
         else lo = mid + 1;

@@ -263,8 +263,8 @@ export class SqliteStore implements Store {
     if (q.counted && q.offset > 0 && this.countedReady(resource) && this.maintainedCount(resource, q.counted) <= q.offset) return [];
     const [sql, args] = this.selectSql(resource, await this.planSearch(q));
     // A search page depends on the search index too: it goes with any write of the resource.
-    const tag = (): MemoTag => q.search || q.limit === null ? { kind: "any", resource }
-      : { kind: "rows", resource, filter: filterTag(q), order: q.order, orderKey: JSON.stringify(q.order ?? null), offset: q.offset, limit: q.limit };
+    const tag = (rows: StoredRecord[]): MemoTag => q.search || q.limit === null ? { kind: "any", resource }
+      : { kind: "rows", resource, filter: filterTag(q), order: q.order, orderKey: JSON.stringify(q.order ?? null), offset: q.offset, limit: q.limit, full: rows.length > 0 && rows.length === q.limit };
     return this.remember(BoundedMemo.key("page", sql, JSON.stringify(args)),
       () => this.readAll<StoredRecord>(sql, args, q.small || this.bounded(sql, args, q)),
       (rows) => (rows.length <= PAGE_CACHE_ROWS ? rows.reduce((n, r) => n + rowBytes(r), 0) : null), tag);
@@ -398,7 +398,7 @@ export class SqliteStore implements Store {
     return pool ? pool.get<T>(sql, args) : ((this.warm().query(sql).get(...(args as never[])) as T | null) ?? null);
   }
 
-  private remember<T>(key: string, compute: () => Promise<T>, size?: (v: T) => number | null, tag?: () => MemoTag): Promise<T> {
+  private remember<T>(key: string, compute: () => Promise<T>, size?: (v: T) => number | null, tag?: (v: T) => MemoTag): Promise<T> {
     return this.memo.remember(key, compute, size, tag);
   }
 
