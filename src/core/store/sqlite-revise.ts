@@ -238,6 +238,7 @@ function matches(db: Database, table: string, newAbove: number, filter: FilterTa
 function reached(db: Database, table: string, matched: Fresh[], o: OrderPages, valueOf: (key: string) => unknown, out: Map<string, Revision>): void {
   const { order } = o;
   const refs = pagesByEnd(o);
+  if (!refs.length) return;
   const pageAt = (i: number): Page | null => {
     const rows = valueOf(refs[i].key) as StoredRecord[] | undefined;
     return rows?.length ? { key: refs[i].key, offset: refs[i].offset, end: refs[i].end, rows, last: rows[rows.length - 1] } : null;
@@ -249,13 +250,13 @@ function reached(db: Database, table: string, matched: Fresh[], o: OrderPages, v
   } else {
     // The pages of one filter and order are slices of one list: the later a page's last row, the
     // more new rows sort before it. The first page a new row reaches is found by halving.
-    const ids = JSON.stringify(matched.map((m) => m.id));
+    let ids: string | null = null;
     let stmt: Statement | null = null;
     const bySql = (p: Page) => {
       stmt ??= db.query(`SELECT EXISTS (SELECT 1 FROM ${table} WHERE id IN (SELECT value FROM json_each(?)) AND ${sortsNoLater(order)}) AS hit
           FROM (SELECT ${order.map((k, i) => `(${k.expr}) AS k${i}`).join(", ")} FROM ${table} WHERE uuid = ?) AS l`);
       // A last row not found (it cannot be, all pages being of the same state) counts as reached.
-      return ((stmt.get(ids, p.last.uuid) as { hit: number } | null)?.hit ?? 1) === 1;
+      return ((stmt.get((ids ??= JSON.stringify(matched.map((m) => m.id))), p.last.uuid) as { hit: number } | null)?.hit ?? 1) === 1;
     };
     const isReached = (i: number) => {
       const p = pageAt(i);
@@ -270,13 +271,14 @@ function reached(db: Database, table: string, matched: Fresh[], o: OrderPages, v
       }
       return unknown ? bySql(p) : false;
     };
-    let hi = refs.length;
+    // Most creates reach no kept page (they sort past the pages people read): the last page tells.
+    if (!isReached(refs.length - 1)) return;
+    let hi = refs.length - 1;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
       if (isReached(mid)) hi = mid;
       else lo = mid + 1;
     }
-    if (lo === refs.length) return;
   }
   const pages: Page[] = [];
   for (let i = 0; i < refs.length; i++) {

@@ -735,10 +735,10 @@ export class SqliteStore implements Store {
   /** One job, in its own savepoint when others share the transaction: its failure rolls back only its own writes. */
   private async runJob(job: Job, touched: Set<string>, savepoint: boolean): Promise<Settled> {
     const after: (() => void)[] = [];
-    if (savepoint) this.writer.exec("SAVEPOINT job");
+    if (savepoint) this.writer.query("SAVEPOINT job").run();
     try {
       const value = await job.fn(this.txFor(touched, after));
-      if (savepoint) this.writer.exec("RELEASE job");
+      if (savepoint) this.writer.query("RELEASE job").run();
       return { job, ok: true, value, after };
     } catch (e) {
       if (savepoint) this.writer.exec("ROLLBACK TO job; RELEASE job");
