@@ -81,6 +81,23 @@ test("deleting an untouched record keeps its creation; restore brings it back", 
   expect(back.body!.notes[uuid]).toMatchObject({ title: "short-lived", year: 2010 });
 });
 
+test("a record deleted and then created again under its uuid is not deleted: restore without an entry is refused and changes nothing", async () => {
+  const { uuid } = await create({ title: "old life", year: 1999 });
+  expect((await s.apiJson("DELETE", `/api/v1/notes/${uuid}`)).status).toBe(200);
+  expect((await s.apiJson("POST", `/api/v1/notes/${uuid}`, { title: "new life", year: 2024 })).status).toBe(201);
+  const refused = await s.apiJson("POST", `/api/v1/notes/${uuid}/restore`);
+  expect(refused.status).toBe(409);
+  expect(refused.body).toMatchObject({ code: 409, success: false, message: "RESOURCE_EXISTS" });
+  const now = await s.apiJson("GET", `/api/v1/notes/${uuid}`);
+  expect(now.body!.notes[uuid]).toMatchObject({ title: "new life", year: 2024 });
+  // Rolling back to a named entry stays possible.
+  const entries = await history(uuid);
+  const beforeDelete = entries.find((e) => e.action === "delete")!;
+  const back = await s.apiJson("POST", `/api/v1/notes/${uuid}/restore`, { entry: beforeDelete.id });
+  expect(back.status).toBe(200);
+  expect(back.body!.notes[uuid]).toMatchObject({ title: "old life", year: 1999 });
+});
+
 test("emptying a resource keeps each untouched record's creation and deletion", async () => {
   const a = await create({ title: "a" });
   const b = await create({ title: "b" });

@@ -282,6 +282,9 @@ export async function restoreRecord(site: Site, p: Principal, resource: string, 
   const by = actor(p, "edit", "create");
   const row = await site.store.transaction(async (tx) => {
     const current = await tx.get(resource, uuid);
+    // A create writes no history entry: a record deleted and created again under its uuid still
+    // ends its history with the delete, yet it is not deleted.
+    if (current && entryId === undefined) throw conflict(`${resource}/${uuid} is not deleted; name a history entry to roll back to`);
     return current
       ? updatePrepared(site, tx, def, current, values, by, "restore")
       : insertPrepared(site, tx, def, uuid, values, by, "restore", entry._created);
