@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SqliteStore } from "../src/core/store/sqlite";
+import { MAX_SQL_ORDERS } from "../src/core/store/sqlite-revise";
 import { compileList } from "../src/core/query/compile";
 import { parseListParams } from "../src/core/query/parse";
 import { buildDefinition } from "../src/core/definitions/load";
@@ -239,6 +240,27 @@ test("past the work a commit may spend on them, cached filters are dropped, neve
     expect((await store.page("items", q)).map((r) => r.uuid)).toEqual((await fresh.page("items", q)).map((r) => r.uuid));
     expect(await store.count("items", q)).toBe(await fresh.count("items", q));
   }
+  await fresh.close();
+  await store.close();
+});
+
+test("past the orders a commit may ask SQLite about, their pages are dropped, never left stale", async () => {
+  const { store, path } = await openStore();
+  const fresh = new SqliteStore(path, { cacheMaxBytes: 0, readWorkers: 0 });
+  const titled = (i: number) => ({ ...record(i), data: JSON.stringify({ title: `t${String(i).padStart(3, "0")}`, status: "new", year: 1990 + (i % 5), rank: i % 4 }) });
+  await store.transaction(async (tx) => { for (let i = 0; i < 30; i++) await tx.insert("items", titled(i)); });
+  // 90 orders led by a text collation: only SQLite can place a new record in them.
+  const keys = ["status", "year", "rank", "_created", "_modified"].flatMap((k) => [k, `${k}|desc`]);
+  const sorts = keys.flatMap((a) => keys.filter((b) => b.split("|")[0] !== a.split("|")[0]).map((b) => `title|text|asc,${a},${b}`));
+  expect(sorts.length).toBeGreaterThan(MAX_SQL_ORDERS);
+  const qs = sorts.map((sort) => compileList(store.dialect, def, parseListParams({ sort, limit: "5" })));
+  for (const q of qs) await store.page("items", q);
+  const held = store.memoBytes();
+  // Sorts after every kept page in all of them: judged one by one, every page would stay.
+  await store.transaction(async (tx) => tx.insert("items", { ...titled(99), data: JSON.stringify({ title: "t999", status: "new" }) }));
+  expect(store.memoBytes()).toBeGreaterThan(0);
+  expect(store.memoBytes()).toBeLessThan(held);
+  for (const q of qs) expect((await store.page("items", q)).map((r) => r.uuid)).toEqual((await fresh.page("items", q)).map((r) => r.uuid));
   await fresh.close();
   await store.close();
 });

@@ -31,6 +31,14 @@ const MAX_NEW_ROWS = 1000;
  */
 const MAX_CHECKS = 20_000;
 const MAX_SQL_FILTERS = 16;
+/**
+ * Orders a commit may ask SQLite about (collations, casts: one statement each); past it, the
+ * reached pages of the remaining ones are dropped unjudged. Any caller may cache pages in as many
+ * such orders as it likes.
+ */
+export const MAX_SQL_ORDERS = 64;
+
+type Budget = { checks: number; queries: number; orders: number };
 
 const condition = (where: string) => (where ? `(${where.replace(/^WHERE /, "")})` : "1");
 
@@ -192,7 +200,7 @@ export function reviseAnswers(db: Database, table: string, newAbove: number, gro
   }
   const fresh: Fresh[] = added.map((r) => ({ id: r.id, data: JSON.parse(r.data) as Record<string, unknown>, row: r }));
   const byId = new Map(fresh.map((f) => [f.id, f]));
-  const budget = { checks: MAX_CHECKS, queries: MAX_SQL_FILTERS };
+  const budget: Budget = { checks: MAX_CHECKS, queries: MAX_SQL_FILTERS, orders: MAX_SQL_ORDERS };
   for (const g of groups) {
     const matched = matches(db, table, newAbove, g.filter, fresh, budget);
     if (matched === null) {
@@ -204,13 +212,13 @@ export function reviseAnswers(db: Database, table: string, newAbove: number, gro
     // Not full (the end of the list, `limit=0` included), or in no order: a match may join it.
     for (const key of g.partial) out.set(key, "drop");
     const rows = matched.map((id) => byId.get(id)!);
-    for (const pages of g.orders.values()) reached(db, table, rows, pages, valueOf, out);
+    for (const pages of g.orders.values()) reached(db, table, rows, pages, valueOf, budget, out);
   }
   return out;
 }
 
 /** Ids of the new rows the filter matches, or null once the commit's budget is spent. */
-function matches(db: Database, table: string, newAbove: number, filter: FilterTag, fresh: Fresh[], budget: { checks: number; queries: number }): number[] | null {
+function matches(db: Database, table: string, newAbove: number, filter: FilterTag, fresh: Fresh[], budget: Budget): number[] | null {
   budget.checks -= fresh.length * Math.max(1, filter.equalities?.length ?? 1);
   if (budget.checks < 0) return null;
   if (filter.equalities) {
@@ -235,7 +243,7 @@ function matches(db: Database, table: string, newAbove: number, filter: FilterTa
  * Full pages of one filter and order that a matching new row reaches: moved (see movedPages) or
  * dropped, into `out`; the others stay as they are.
  */
-function reached(db: Database, table: string, matched: Fresh[], o: OrderPages, valueOf: (key: string) => unknown, out: Map<string, Revision>): void {
+function reached(db: Database, table: string, matched: Fresh[], o: OrderPages, valueOf: (key: string) => unknown, budget: Budget, out: Map<string, Revision>): void {
   const { order } = o;
   const refs = pagesByEnd(o);
   if (!refs.length) return;
@@ -253,6 +261,8 @@ function reached(db: Database, table: string, matched: Fresh[], o: OrderPages, v
     let ids: string | null = null;
     let stmt: Statement | null = null;
     const bySql = (p: Page) => {
+      // Past the commit's budget, a page counts as reached (it goes; a later read asks again).
+      if (!stmt && --budget.orders < 0) return true;
       stmt ??= db.query(`SELECT EXISTS (SELECT 1 FROM ${table} WHERE id IN (SELECT value FROM json_each(?)) AND ${sortsNoLater(order)}) AS hit
           FROM (SELECT ${order.map((k, i) => `(${k.expr}) AS k${i}`).join(", ")} FROM ${table} WHERE uuid = ?) AS l`);
       // A last row not found (it cannot be, all pages being of the same state) counts as reached.
