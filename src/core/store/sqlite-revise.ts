@@ -359,11 +359,20 @@ function movedPages(order: SortKey[], matched: Fresh[], pages: Page[]): Map<stri
       while (next < entering.length && entering[next].at === k) merged.push(stored(entering[next++].fresh.row));
       if (k < rows.length) merged.push(rows[k]);
     }
+    // Each page's change in size from running sums of the run's bytes before and after (a run is up
+    // to a thousand rows; summing every page's rows again cost more than the merge).
+    const before = new Float64Array(rows.length + 1);
+    const after = new Float64Array(rows.length + 1);
+    for (let k = 0; k < rows.length; k++) {
+      before[k + 1] = before[k] + rowBytes(rows[k]);
+      after[k + 1] = after[k] + rowBytes(merged[k]);
+    }
     for (const p of run) {
-      const value = merged.slice(p.offset - start, p.end - start);
+      const from = p.offset - start;
+      const to = p.end - start;
+      const value = merged.slice(from, to);
       if (value.every((r, k) => r === p.rows[k])) continue;
-      const grow = value.reduce((n, r) => n + rowBytes(r), 0) - p.rows.reduce((n, r) => n + rowBytes(r), 0);
-      out.set(p.key, { value, grow });
+      out.set(p.key, { value, grow: after[to] - after[from] - (before[to] - before[from]) });
     }
   }
   return out;
