@@ -15,7 +15,11 @@ import { buildDefinition } from "../src/core/definitions/load";
 import type { StoredRecord } from "../src/core/store/types";
 
 const dirs: string[] = [];
-afterEach(() => { for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true }); });
+const open: SqliteStore[] = [];
+afterEach(async () => {
+  for (const s of open.splice(0)) await s.close();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
 
 // A fixed seed: a failure names the round, and the same round fails again.
 let seed = 20261125;
@@ -42,14 +46,19 @@ function record(i: number): StoredRecord {
   return { uuid: crypto.randomUUID(), data: JSON.stringify(data), _created: 1000 + i, _modified: 1000 + i, _created_by: null, _modified_by: null };
 }
 
-/** A store of `def` in a folder of its own, with its database path. */
-async function openStore(): Promise<{ store: SqliteStore; path: string }> {
+/**
+ * A store of `def` in a folder of its own, with its database path, and `fresh`: a store without
+ * cache on the same file, whose answers the remembered ones must equal. Both close after the test.
+ */
+async function openStore(): Promise<{ store: SqliteStore; path: string; fresh: SqliteStore }> {
   const dir = mkdtempSync(join(tmpdir(), "resd-revise-"));
   dirs.push(dir);
   const path = join(dir, "resd.db");
   const store = new SqliteStore(path);
   await store.syncSchema([def]);
-  return { store, path };
+  const fresh = new SqliteStore(path, { cacheMaxBytes: 0, readWorkers: 0 });
+  open.push(fresh, store);
+  return { store, path, fresh };
 }
 
 /** Creates a record holding only a title, in a commit of its own. */
@@ -87,8 +96,7 @@ async function readEach(store: SqliteStore, compiled: { c: Compiled }[]): Promis
 }
 
 test("pages and totals remembered across inserts, updates and deletes equal a fresh read after every commit", async () => {
-  const { store, path } = await openStore();
-  const fresh = new SqliteStore(path, { cacheMaxBytes: 0, readWorkers: 0 });
+  const { store, fresh } = await openStore();
   let n = 0;
   await store.transaction(async (tx) => { for (let i = 0; i < 60; i++) await tx.insert("items", record(n++)); });
   const compiled = queries.map((q) => ({ q, c: compileList(store.dialect, def, parseListParams(q)) }));
@@ -117,13 +125,10 @@ test("pages and totals remembered across inserts, updates and deletes equal a fr
   }
   // The point of it all: most insert commits left answers in place.
   expect(keptAcrossInserts).toBeGreaterThan(15);
-  await fresh.close();
-  await store.close();
 }, 60_000);
 
 test("answers read now and then, across several commits of creates, equal a fresh read", async () => {
-  const { store, path } = await openStore();
-  const fresh = new SqliteStore(path, { cacheMaxBytes: 0, readWorkers: 0 });
+  const { store, fresh } = await openStore();
   let n = 0;
   await store.transaction(async (tx) => { for (let i = 0; i < 60; i++) await tx.insert("items", record(n++)); });
   const compiled = queries.map((q) => ({ q, c: compileList(store.dialect, def, parseListParams(q)) }));
@@ -138,13 +143,10 @@ test("answers read now and then, across several commits of creates, equal a fres
     for (const { q, c } of compiled) if (rand() < 0.25) await expectAsFresh(store, fresh, c, `round ${round}: ${JSON.stringify(q)}`);
   }
   for (const { q, c } of compiled) await expectAsFresh(store, fresh, c, `at the end: ${JSON.stringify(q)}`);
-  await fresh.close();
-  await store.close();
 }, 60_000);
 
 test("an answer computed after a create joins the answers of its filter without the create counted twice", async () => {
-  const { store, path } = await openStore();
-  const fresh = new SqliteStore(path, { cacheMaxBytes: 0, readWorkers: 0 });
+  const { store, fresh } = await openStore();
   await store.transaction(async (tx) => { for (let i = 0; i < 20; i++) await tx.insert("items", { ...record(i), data: JSON.stringify({ title: `t${i}`, status: "open", year: 1990 }) }); });
   // A number field: its totals are remembered answers, not maintained counts.
   const total = compileList(store.dialect, def, parseListParams({ filter: "year:1990", limit: "0" }));
@@ -158,8 +160,6 @@ test("an answer computed after a create joins the answers of its filter without 
   // The total counts the new record; the page, kept since, must not take it again.
   expect(await store.count("items", total)).toBe(21);
   expect((await store.page("items", newest)).map((r) => r.uuid)).toEqual(page);
-  await fresh.close();
-  await store.close();
 });
 
 test("a write of another process still drops every answer", async () => {
@@ -177,7 +177,6 @@ test("a write of another process still drops every answer", async () => {
   expect(again[0].uuid).toBe(top.uuid);
   expect(again.slice(1).map((r) => r.uuid)).toEqual(first.slice(0, 2).map((r) => r.uuid));
   expect(await store.count("items", q)).toBe(11);
-  await store.close();
 });
 
 test("order by text compares as SQLite does (UTF-8 bytes), and newest-first pages take every new record", async () => {
@@ -193,7 +192,6 @@ test("order by text compares as SQLite does (UTF-8 bytes), and newest-first page
   await add("\uFFFD");
   expect(await titles(byTitle)).toEqual(["a", "b", "\uFFFD"]);
   expect(await titles(newestFirst)).toEqual(["\uFFFD", "🍎"]);
-  await store.close();
 });
 
 test("an empty page (limit=0 or past the end) takes the next matching record; a create never fails for a cached answer", async () => {
@@ -219,12 +217,10 @@ test("an empty page (limit=0 or past the end) takes the next matching record; a 
   expect(complaints).toEqual([]);
   expect((await store.page("items", beyond)).map((r) => JSON.parse(r.data).title)).toEqual(["b", "c"]);
   expect(await store.count("items", negated)).toBe(3);
-  await store.close();
 });
 
 test("past the work a commit may spend on them, cached filters are dropped, never left stale", async () => {
-  const { store, path } = await openStore();
-  const fresh = new SqliteStore(path, { cacheMaxBytes: 0, readWorkers: 0 });
+  const { store, fresh } = await openStore();
   await store.transaction(async (tx) => { for (let i = 0; i < 30; i++) await tx.insert("items", record(i)); });
   // 60 filters SQLite must judge (negations), each with a page in insertion order and a total.
   const qs = Array.from({ length: 60 }, (_, i) => compileList(store.dialect, def, parseListParams({ filter: `title:!x${i}`, limit: "5" })));
@@ -240,13 +236,10 @@ test("past the work a commit may spend on them, cached filters are dropped, neve
     expect((await store.page("items", q)).map((r) => r.uuid)).toEqual((await fresh.page("items", q)).map((r) => r.uuid));
     expect(await store.count("items", q)).toBe(await fresh.count("items", q));
   }
-  await fresh.close();
-  await store.close();
 });
 
 test("past the orders a commit may ask SQLite about, their pages are dropped, never left stale", async () => {
-  const { store, path } = await openStore();
-  const fresh = new SqliteStore(path, { cacheMaxBytes: 0, readWorkers: 0 });
+  const { store, fresh } = await openStore();
   const titled = (i: number) => ({ ...record(i), data: JSON.stringify({ title: `t${String(i).padStart(3, "0")}`, status: "new", year: 1990 + (i % 5), rank: i % 4 }) });
   await store.transaction(async (tx) => { for (let i = 0; i < 30; i++) await tx.insert("items", titled(i)); });
   // 90 orders led by a text collation: only SQLite can place a new record in them.
@@ -261,13 +254,10 @@ test("past the orders a commit may ask SQLite about, their pages are dropped, ne
   expect(store.memoBytes()).toBeGreaterThan(0);
   expect(store.memoBytes()).toBeLessThan(held);
   for (const q of qs) expect((await store.page("items", q)).map((r) => r.uuid)).toEqual((await fresh.page("items", q)).map((r) => r.uuid));
-  await fresh.close();
-  await store.close();
 });
 
 test("full pages a new record moves into stay in memory, moved: newest first, and a sorted list it joins at the top", async () => {
-  const { store, path } = await openStore();
-  const fresh = new SqliteStore(path, { cacheMaxBytes: 0, readWorkers: 0 });
+  const { store, fresh } = await openStore();
   await store.transaction(async (tx) => { for (let i = 0; i < 40; i++) await tx.insert("items", record(i)); });
   const run = (sort: string) => [0, 5, 10, 15].map((offset) => compileList(store.dialect, def, parseListParams({ sort, limit: "5", offset: String(offset) })));
   const lists = [run("_created|desc"), run("year|desc")];
@@ -286,6 +276,4 @@ test("full pages a new record moves into stay in memory, moved: newest first, an
     }
     expect(JSON.parse((await store.page("items", lists[1][0]))[0].data).title).toBe(`top ${round}`);
   }
-  await fresh.close();
-  await store.close();
 });

@@ -138,7 +138,11 @@ export type FilterTag = { key: string; where: string; args: SqlValue[]; equaliti
  * end the list (not full, or without an order: any new match changes them); and the full pages of
  * each order (by `orderKey`), which are slices of one list.
  */
-export type FilterGroup = { filter: FilterTag; counts: Set<string>; partial: Set<string>; orders: Map<string, OrderPages>; size: number };
+export type FilterGroup = { filter: FilterTag; counts: Set<string>; partial: Set<string>; orders: Map<string, OrderPages> };
+
+type PageTag = Extract<MemoTag, { kind: "rows" }>;
+/** A page kept among its order's full pages (else among the partial ones). */
+const ordered = (tag: PageTag): tag is PageTag & { order: SortKey[] } => tag.full && tag.order !== undefined;
 
 /**
  * The full pages of one filter in one order. `byEnd` lists them by where they end (the later a
@@ -222,18 +226,18 @@ export class CommitMemo {
     const g = groups?.get(tag.filter.key);
     if (!g) return;
     if (tag.kind === "count") g.counts.delete(key);
-    else if (!tag.full || !tag.order) g.partial.delete(key);
+    else if (!ordered(tag)) g.partial.delete(key);
     else {
       const o = g.orders.get(tag.orderKey)!;
       o.pages.delete(key);
       o.byEnd = null;
       if (!o.pages.size) g.orders.delete(tag.orderKey);
     }
-    if (--g.size === 0) groups!.delete(tag.filter.key);
+    if (!g.counts.size && !g.partial.size && !g.orders.size) groups!.delete(tag.filter.key);
   }
 
   private tag(key: string, tag: MemoTag | undefined): void {
-    // A key kept again (its value replaced) is counted in its group once.
+    // A key kept again (its value replaced) leaves its old place in its group first.
     this.untag(key);
     if (!tag) {
       this.untagged.add(key);
@@ -249,10 +253,9 @@ export class CommitMemo {
     let groups = this.groupsOf.get(tag.resource);
     if (!groups) this.groupsOf.set(tag.resource, (groups = new Map()));
     let g = groups.get(tag.filter.key);
-    if (!g) groups.set(tag.filter.key, (g = { filter: tag.filter, counts: new Set(), partial: new Set(), orders: new Map(), size: 0 }));
-    g.size++;
+    if (!g) groups.set(tag.filter.key, (g = { filter: tag.filter, counts: new Set(), partial: new Set(), orders: new Map() }));
     if (tag.kind === "count") g.counts.add(key);
-    else if (!tag.full || !tag.order) g.partial.add(key);
+    else if (!ordered(tag)) g.partial.add(key);
     else {
       let o = g.orders.get(tag.orderKey);
       if (!o) g.orders.set(tag.orderKey, (o = { order: tag.order, pages: new Map(), byEnd: null }));
