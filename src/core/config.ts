@@ -184,6 +184,27 @@ export function loadConfig(opts: {
 }
 
 export const MIN_SECRET_BYTES = 32;
+/** Bits a signing key must carry by the estimate below: 128, as a random 16-byte key does. */
+export const MIN_SECRET_BITS = 128;
+
+/**
+ * A low estimate of a key's entropy: its bytes' Shannon entropy times its length, or nothing when
+ * the key is one short piece repeated. 32 × `a`, a word or `0123456789` repeated hold none, a
+ * sentence about 124 bits; random keys from `openssl rand -base64 32` or `-hex 32` hold 180 or more.
+ */
+export function secretBits(secret: string): number {
+  const bytes = Buffer.from(secret);
+  for (let period = 1; period <= bytes.length / 2; period++) {
+    let repeats = true;
+    for (let i = period; i < bytes.length && repeats; i++) repeats = bytes[i] === bytes[i - period];
+    if (repeats) return 0;
+  }
+  const counts = new Map<number, number>();
+  for (const b of bytes) counts.set(b, (counts.get(b) ?? 0) + 1);
+  let perByte = 0;
+  for (const n of counts.values()) perByte -= (n / bytes.length) * Math.log2(n / bytes.length);
+  return perByte * bytes.length;
+}
 
 /** Makes sure DIR/.env holds a token signing key of at least 32 bytes; generates one on first start. */
 export function ensureTokenSecret(config: Config): Config {
@@ -194,6 +215,11 @@ export function ensureTokenSecret(config: Config): Config {
     const bytes = Buffer.byteLength(config.tokenSecret);
     if (bytes < MIN_SECRET_BYTES) {
       throw new AppError(400, "INVALID_DATA", `RESD_TOKEN_SECRET (from ${config.sources.tokenSecret}) is ${bytes} bytes; it must be at least ${MIN_SECRET_BYTES} bytes (e.g. openssl rand -base64 32), or remove it from DIR/.env to have one generated`);
+    }
+    // A long key of few different bytes is as guessable as a short one.
+    const bits = secretBits(config.tokenSecret);
+    if (bits < MIN_SECRET_BITS) {
+      throw new AppError(400, "INVALID_DATA", `RESD_TOKEN_SECRET (from ${config.sources.tokenSecret}) is too regular to be a secret (about ${Math.floor(bits)} bits; at least ${MIN_SECRET_BITS} needed): use random bytes, e.g. openssl rand -base64 32, or remove it from DIR/.env to have one generated`);
     }
     return config;
   }

@@ -19,8 +19,26 @@ export function notModified(request: Request, ms: number): boolean {
 /**
  * The entity tag of an answer: weak, since each answer's envelope carries its own timing fields,
  * but exact where Last-Modified is not — it changes with every write, not with every second.
+ *
+ * A record's tag is built from the stored row, hidden and encrypted fields included; an unkeyed hash
+ * of it would let a reader try every value of a short hidden field offline against one tag. So the
+ * hash is keyed (HMAC-SHA-256) with a key derived from the site's token secret: the same on every
+ * instance of a site, unknown to callers.
  */
-export const weakEtag = (...parts: (string | number)[]) => `W/"${Bun.hash(parts.join("\u0000")).toString(36)}"`;
+const etagKeys = new WeakMap<object, Uint8Array>();
+function etagKey(site: { config: { tokenSecret: string } }): Uint8Array {
+  let key = etagKeys.get(site);
+  if (!key) {
+    key = new Uint8Array(new Bun.CryptoHasher("sha256", site.config.tokenSecret).update("resd entity tags").digest());
+    etagKeys.set(site, key);
+  }
+  return key;
+}
+
+export function weakEtag(site: { config: { tokenSecret: string } }, ...parts: (string | number)[]): string {
+  const mac = new Bun.CryptoHasher("sha256", etagKey(site)).update(parts.join("\u0000")).digest("base64url");
+  return `W/"${mac.slice(0, 22)}"`;
+}
 
 /** If-None-Match (weak comparison, `*` included) holds the tag. */
 export function etagMatches(request: Request, etag: string): boolean {

@@ -4,11 +4,13 @@
  */
 import type { Principal } from "../core/access/permissions";
 import type { Site } from "../core/site";
-import { badRequest } from "../core/errors";
+import { AppError, badRequest } from "../core/errors";
 import { authenticate } from "./auth";
 import { errorResponse } from "./errors";
+import { withCachePolicy } from "./cache-control";
 import { limitedBody } from "./upload-body";
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from "../core/validation/json-depth";
+import { mayHoldSurrogateEscape, UNPAIRED_SURROGATE, unpairedSurrogateAt } from "../core/validation/unicode";
 
 export type Ctx = {
   site: Site;
@@ -58,9 +60,9 @@ export const requestIdOf = (request: Request): string => request.headers.get("x-
 export async function handle(site: Site, request: Request, fn: (c: Ctx) => Promise<Response> | Response): Promise<Response> {
   const c = makeCtx(site, request);
   try {
-    return withRequestId(await fn(c), c.requestId);
+    return withRequestId(withCachePolicy(await fn(c), request), c.requestId);
   } catch (e) {
-    return withRequestId(errorResponse(e, c.t0, c.requestId), c.requestId);
+    return withRequestId(withCachePolicy(errorResponse(e, c.t0, c.requestId), request), c.requestId);
   }
 }
 
@@ -71,7 +73,7 @@ export function withRequestId(res: Response, id: string): Response {
 
 /**
  * Reads a JSON body within `max` bytes (413 past it, decided while reading); an empty body is an
- * empty object, anything unparsable is 400.
+ * empty object, anything unparsable is 400, text that is not valid Unicode 422.
  */
 export async function readJson(request: Request, max = Number.MAX_SAFE_INTEGER): Promise<unknown> {
   const chunks: Uint8Array[] = [];
@@ -79,9 +81,14 @@ export async function readJson(request: Request, max = Number.MAX_SAFE_INTEGER):
   const text = Buffer.concat(chunks).toString("utf8");
   if (text.trim() === "") return {};
   if (jsonDepthExceeds(text)) throw badRequest(`the body nests deeper than ${MAX_JSON_DEPTH} levels`);
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch {
     throw badRequest("the body is not valid JSON");
   }
+  // Refused here for every endpoint (sign-in, bulk keys…), not only where records are validated.
+  const at = mayHoldSurrogateEscape(text) ? unpairedSurrogateAt(value) : null;
+  if (at !== null) throw new AppError(422, "INVALID_DATA", "one or more fields are invalid", { errors: { [at || "(body)"]: UNPAIRED_SURROGATE } });
+  return value;
 }

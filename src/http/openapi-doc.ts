@@ -8,6 +8,7 @@ import { selfEditFields } from "../core/access/write-guard";
 import type { FieldDef, ResourceDef } from "../core/definitions/types";
 import type { Site } from "../core/site";
 import { version } from "../build/version";
+import { mayUseAi } from "../core/ai/provider";
 
 type Schema = Record<string, unknown>;
 type Operation = Record<string, unknown>;
@@ -189,7 +190,7 @@ function resourcePaths(p: Principal, def: ResourceDef, paths: Record<string, Pat
       responses: { "200": recordsResponse(r, rec, "RESOURCE_UPDATED"), ...errorRefs(400, 401, 403, 404, 409) },
     } };
   }
-  if (may("create")) {
+  if (may("create") && mayUseAi(p)) {
     paths[`/api/v1/${r}/import-document`] = { post: {
       tags, summary: `Propose field values for a new record of ${r} from a .docx (creates nothing)`, operationId: `${r}.import_document`,
       requestBody: { required: true, content: { "multipart/form-data": { schema: { type: "object", properties: { file: { type: "string", format: "binary" } }, required: ["file"] } } } },
@@ -282,13 +283,15 @@ function adminPaths(p: Principal, paths: Record<string, PathItem>) {
       responses: { "200": envelope("result", answer), ...errorRefs(400, 401, 403, 404, 429), "502": { description: "BAD_GATEWAY: the AI provider failed" }, "503": { description: "SERVICE_UNAVAILABLE: no AI provider configured" } },
     },
   });
-  const target = { resource: { type: "string" }, field: { type: "string" }, uuid: { type: "string", description: "the record being edited (edit-{resource}); without it create-{resource} is needed" } };
-  paths["/api/v1/openai/translate"] = ai("resd:admin.translate", "Translate an i18n field's value into the resource's other languages (guided by ai_prompts; counts against RESD_AI_RATE)",
-    { ...target, from: { type: "string" }, to: { type: "array", items: { type: "string" } }, text: { type: "string", maxLength: 20000 } }, ["resource", "field", "text"],
-    { from: { type: "string" }, translations: { type: "object", additionalProperties: { type: "string" } } });
-  paths["/api/v1/openai/complete"] = ai("resd:admin.complete", "Write a field's value from a prompt (counts against RESD_AI_RATE)",
-    { ...target, prompt: { type: "string", maxLength: 20000 }, text: { type: "string", description: "the current value" } }, ["resource", "field", "prompt"],
-    { text: { type: "string" } });
+  const target = { resource: { type: "string" }, field: { type: "string" }, uuid: { type: "string", description: "the record being edited (edit-{resource}); without it create-{resource} is needed. Both endpoints need create-.ai first" } };
+  if (mayUseAi(p)) {
+    paths["/api/v1/openai/translate"] = ai("resd:admin.translate", "Translate an i18n field's value into the resource's other languages (guided by ai_prompts; counts against RESD_AI_RATE)",
+      { ...target, from: { type: "string" }, to: { type: "array", items: { type: "string" } }, text: { type: "string", maxLength: 20000 } }, ["resource", "field", "text"],
+      { from: { type: "string" }, translations: { type: "object", additionalProperties: { type: "string" } } });
+    paths["/api/v1/openai/complete"] = ai("resd:admin.complete", "Write a field's value from a prompt (counts against RESD_AI_RATE)",
+      { ...target, prompt: { type: "string", maxLength: 20000 }, text: { type: "string", description: "the current value" } }, ["resource", "field", "prompt"],
+      { text: { type: "string" } });
+  }
 }
 
 function authPaths(): Record<string, PathItem> {

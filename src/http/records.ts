@@ -11,6 +11,7 @@ import { isNotModified, lastModifiedHeader, notModifiedResponse, weakEtag } from
 import { handle, requestIdOf, withRequestId, type Ctx } from "./context";
 import { knownPrincipal } from "./auth";
 import { errorResponse } from "./errors";
+import { cacheHeaders, withCachePolicy } from "./cache-control";
 import { json, records, streamedRecords } from "./envelope";
 
 async function collection(c: Ctx, resource: string): Promise<Response> {
@@ -25,7 +26,7 @@ async function collection(c: Ctx, resource: string): Promise<Response> {
       });
       const lm = lastModifiedHeader(r.lastChange);
       // lastChange grows with every commit of the resource: with the query it names this answer.
-      const etag = weakEtag(resource, r.lastChange, c.url().search, p.uuid ?? p.kind);
+      const etag = weakEtag(c.site, resource, r.lastChange, c.url().search, p.uuid ?? p.kind);
       if (isNotModified(c.request, etag, r.lastChange)) return notModifiedResponse(lm, etag);
       const o = { status: 200, total: r.total, headers: { "last-modified": lm, etag } };
       return Array.isArray(r.rows) ? records(r.def, r.rows, o, c.t0) : streamedRecords(r.def, r.rows, o, c.t0);
@@ -54,7 +55,7 @@ async function single(c: Ctx, resource: string, uuid: string): Promise<Response>
     case "HEAD":
     case "GET": {
       const { def, row } = await readRecord(c.site, p, resource, uuid);
-      return recordAnswer(c.request, def, row, c.t0);
+      return recordAnswer(c.site, c.request, def, row, c.t0);
     }
     case "POST": {
       const { def, row } = await createRecord(c.site, p, resource, await c.json(), uuid);
@@ -74,13 +75,25 @@ async function single(c: Ctx, resource: string, uuid: string): Promise<Response>
   }
 }
 
+/**
+ * Rows are shared and never changed (the record cache hands the same object to every read), so a
+ * row's tag is worked out once.
+ */
+const rowTags = new WeakMap<StoredRecord, string>();
+function recordEtag(site: Site, row: StoredRecord): string {
+  let tag = rowTags.get(row);
+  if (tag === undefined) rowTags.set(row, (tag = weakEtag(site, row.uuid, row.data, row._modified, row._modified_by ?? "")));
+  return tag;
+}
+
 /** A record the caller may view, or 304 when the caller holds its current version; `id` adds the request id header. */
-function recordAnswer(request: Request, def: ResourceDef, row: StoredRecord, t0: number, id?: string): Response {
+function recordAnswer(site: Site, request: Request, def: ResourceDef, row: StoredRecord, t0: number, id?: string): Response {
   const ms = row._modified * 1000;
   const lm = lastModifiedHeader(ms);
-  const etag = weakEtag(row.data, row._modified, row._modified_by ?? "");
-  if (isNotModified(request, etag, ms)) return id === undefined ? notModifiedResponse(lm, etag) : withRequestId(notModifiedResponse(lm, etag), id);
-  const headers: Record<string, string> = id === undefined ? { "last-modified": lm, etag } : { "last-modified": lm, etag, "x-request-id": id };
+  const etag = recordEtag(site, row);
+  if (isNotModified(request, etag, ms)) return id === undefined ? notModifiedResponse(lm, etag) : withCachePolicy(withRequestId(notModifiedResponse(lm, etag), id), request);
+  // Through handle() (no id here) the cache headers are added on the way out; in place, at once.
+  const headers: Record<string, string> = id === undefined ? { "last-modified": lm, etag } : { "last-modified": lm, etag, "x-request-id": id, ...cacheHeaders(request, 200) };
   return records(def, [row], { status: 200, headers }, t0);
 }
 
@@ -120,10 +133,10 @@ export function readOneNow(site: Site, request: Request, resource: string, uuid:
     if (!p) return null;
     user = p.email ?? p.kind;
     const found = readRecordNow(site, p, resource, uuid);
-    return found ? { response: recordAnswer(request, found.def, found.row, t0, id), user, id } : null;
+    return found ? { response: recordAnswer(site, request, found.def, found.row, t0, id), user, id } : null;
   } catch (e) {
     // As handle() answers: the error envelope under this request's id.
-    return { response: withRequestId(errorResponse(e, t0, id), id), user, id };
+    return { response: withCachePolicy(withRequestId(errorResponse(e, t0, id), id), request), user, id };
   }
 }
 

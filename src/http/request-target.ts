@@ -25,8 +25,24 @@ function hostOrigin(host: string | null): string {
  */
 const ROUTER_PATH_OFFSET = 11;
 
+/**
+ * A path whose percent-escapes do not decode to UTF-8 (`/api/v1/notes/%ED%A0%80`, a lone
+ * surrogate) names nothing resd could store or route: the router's decoding would throw later.
+ */
+function checkDecodable(url: string): void {
+  const q = url.indexOf("?");
+  const path = q < 0 ? url : url.slice(0, q);
+  if (!path.includes("%")) return;
+  try {
+    decodeURIComponent(path);
+  } catch {
+    throw badRequest("the request path is not valid UTF-8 once percent-decoded");
+  }
+}
+
 /** The request with a well-formed absolute URL, or throws 400 for a target that is not a path. */
 export function normalizeTarget(request: Request): Request {
+  checkDecodable(request.url);
   const raw = request.url;
   if (raw.startsWith("http://") || raw.startsWith("https://")) {
     const u = URL.parse(raw);

@@ -106,6 +106,21 @@ async function guardUser(site: Site, tx: StoreTx, def: ResourceDef, caller: Prin
   }
 }
 
+/**
+ * A bearer token carries a fingerprint of its user's password hash and `token_epoch` (tokens.ts).
+ * The epoch is new when a user is created (a restored deleted user included) and whenever API
+ * access or the password changes, so every token issued before dies for good: switching API access
+ * off and on again does not revive them. No writer sets it otherwise: an old value brought back by
+ * a restore or an import is replaced by the one in force.
+ */
+function stampTokenEpoch(w: AccountWrite): void {
+  const { before, after } = w;
+  if (!after) return;
+  if (!before || before.api !== after.api || before.password !== after.password) after.token_epoch = crypto.randomUUID();
+  else if (before.token_epoch === undefined) delete after.token_epoch;
+  else after.token_epoch = before.token_epoch;
+}
+
 /** Throws 403 unless the caller may make this write to `users` or `roles` now. */
 export async function guardAccountWrite(site: Site, tx: StoreTx, p: Principal, def: ResourceDef, w: AccountWrite): Promise<void> {
   if (!ACCOUNT_RESOURCES.has(def.name)) return;
@@ -113,6 +128,7 @@ export async function guardAccountWrite(site: Site, tx: StoreTx, p: Principal, d
   const own = def.name === "users" && caller.kind === "user" && caller.uuid === w.uuid && w.before !== null && w.after !== null;
   // A user's edit of their own record is judged by the self_edit rule instead of edit-users.
   if (!own) for (const action of w.via) authorize(caller, def.name, action, action === "create" || action === "import" ? undefined : w.uuid);
-  if (def.name === "roles") guardRole(caller, w);
-  else await guardUser(site, tx, def, caller, w);
+  if (def.name === "roles") return guardRole(caller, w);
+  await guardUser(site, tx, def, caller, w);
+  stampTokenEpoch(w);
 }

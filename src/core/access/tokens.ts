@@ -1,8 +1,8 @@
 /**
  * Bearer tokens: HS256 JWTs signed with DIR/.env's RESD_TOKEN_SECRET (algorithm pinned on verify).
- * A token names its user and a fingerprint of the user's password hash, and is re-checked against
- * the stored user on every use, so switching API access off, removing the user or changing the
- * password stops it at once.
+ * A token names its user and a fingerprint of the user's password hash and token epoch, and is
+ * re-checked against the stored user on every use, so switching API access off, removing the user
+ * or changing the password stops it at once, and switching API access on again does not revive it.
  */
 import { SignJWT, jwtVerify } from "jose";
 import type { Site } from "../site";
@@ -24,14 +24,24 @@ const keyOf = (site: Site) => {
   return k;
 };
 
-/** Changes whenever the password hash changes. */
+/** Changes whenever the password hash changes (sessions end with it, too). */
 export const passwordFingerprint = (u: UserRow) => new Bun.CryptoHasher("sha256").update(String(u.password ?? "")).digest("hex").slice(0, 16);
+
+/**
+ * A token's: changes with the password hash and with the token epoch, which account-guard.ts renews
+ * when API access is switched. Users written before epochs existed have none: their tokens keep the
+ * fingerprint they were issued with.
+ */
+const tokenFingerprint = (u: UserRow) =>
+  typeof u.token_epoch === "string"
+    ? new Bun.CryptoHasher("sha256").update(String(u.password ?? "")).update(`\u0000${u.token_epoch}`).digest("hex").slice(0, 16)
+    : passwordFingerprint(u);
 
 export async function issueToken(site: Site, user: UserRow): Promise<IssuedToken> {
   if (user.api !== true) throw new AppError(403, "ACCESS_DENIED", "this user has no API access");
   const now = Math.floor(Date.now() / 1000);
   const exp = now + site.config.tokenTtl;
-  const token = await new SignJWT({ pfp: passwordFingerprint(user) })
+  const token = await new SignJWT({ pfp: tokenFingerprint(user) })
     .setProtectedHeader({ alg: "HS256", typ: "JWT" })
     .setSubject(user.uuid)
     .setIssuedAt(now)
@@ -73,7 +83,7 @@ async function claimsOf(site: Site, token: string): Promise<Claims> {
 export async function verifyToken(site: Site, token: string): Promise<UserRow> {
   const claims = await claimsOf(site, token);
   const user = await findUser(site, claims.sub);
-  if (!user || user.api !== true || passwordFingerprint(user) !== claims.pfp) throw unauthorized("the bearer token is no longer valid for this user");
+  if (!user || user.api !== true || tokenFingerprint(user) !== claims.pfp) throw unauthorized("the bearer token is no longer valid for this user");
   return user;
 }
 

@@ -7,6 +7,7 @@ import { can, hasPermission, type Principal } from "../access/permissions";
 import type { Site } from "../site";
 import type { CustomButton, FieldDef, ResourceDef } from "../definitions/types";
 import { isSystemField } from "../definitions/types";
+import { mayUseAi } from "../ai/provider";
 
 export type OptionView = { value: string; label: string };
 export type FieldView = {
@@ -47,7 +48,7 @@ export type ResourceView = {
   history: boolean;
   /** Custom html editor buttons declared by the definition (`buttons` root key). */
   buttons: Record<string, CustomButton>;
-  /** An AI provider is configured: translation, completion and import from .docx are offered. */
+  /** An AI provider is configured and the caller holds create-.ai: translation, completion and import from .docx are offered. */
   ai: boolean;
   can: { view: true; create: boolean; edit: boolean; delete: boolean; import: boolean; export: boolean; restore: boolean; delete_all: boolean };
 };
@@ -176,7 +177,7 @@ export async function describeResource(site: Site, p: Principal, def: ResourceDe
     sort: sort && (visible.has(sort.field) || isSystemField(sort.field)) ? sort : null,
     history: def.history,
     buttons: def.raw.buttons ?? {},
-    ai: Boolean(site.config.aiApiKey),
+    ai: Boolean(site.config.aiApiKey) && mayUseAi(p),
     can: {
       view: true, create: mayCreate, edit: mayEdit, delete: can(p, def.name, "delete"), import: can(p, def.name, "import"),
       export: can(p, def.name, "export"), restore: mayEdit && mayCreate, delete_all: can(p, def.name, "delete_all"),

@@ -1,7 +1,7 @@
 /**
  * `openai/translate` and `openai/complete`: help for editors filling a form. Only for signed-in
- * users (or token holders) who may edit the record (create, for a new one), counted against their
- * AI rate. Results are cleaned as the field would store them; nothing is written.
+ * users (or token holders) who hold `create-.ai` and may edit the record (create, for a new one),
+ * counted against their AI rate. Results are cleaned as the field would store them; nothing is written.
  */
 import { authorize, type Principal } from "../access/permissions";
 import { takeAiCall } from "../access/rate-limit";
@@ -9,7 +9,7 @@ import type { FieldDef, ResourceDef } from "../definitions/types";
 import { AppError, badRequest, unauthorized } from "../errors";
 import type { Site } from "../site";
 import { cleanHtml } from "../validation/html";
-import { chatJson, requireProvider, type Message } from "./provider";
+import { authorizeAi, chatJson, requireProvider, type Message } from "./provider";
 
 /** Bounds one request's text: a long article, not a book. */
 const MAX_TEXT_CHARS = 20_000;
@@ -18,6 +18,7 @@ type Target = { def: ResourceDef; name: string; field: FieldDef };
 
 function target(site: Site, p: Principal, body: Record<string, unknown>, what: string): Target {
   if (p.kind !== "user") throw unauthorized(`${what} needs a signed-in user or a bearer token`);
+  authorizeAi(p);
   if (typeof body.resource !== "string" || typeof body.field !== "string") throw badRequest("name the `resource` and the `field`");
   const def = site.resource(body.resource);
   const field = def.fields[body.field];

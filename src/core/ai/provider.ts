@@ -3,12 +3,22 @@
  * import-document, translation and completion. Answers are asked for as one JSON object.
  */
 import { AppError } from "../errors";
+import { authorize, can, type Principal } from "../access/permissions";
 
 export type Message = { role: "system" | "user"; content: string };
 type ProviderConfig = { aiApiKey: string; aiBaseUrl: string; aiModel: string };
 
 const PROVIDER_TIMEOUT_MS = 60_000;
 const providerError = (details: string) => new AppError(502, "BAD_GATEWAY", details);
+
+/**
+ * Every provider call spends the site's credits, so it is a permission of its own (`create-.ai`,
+ * implied by `manage-.ai` and `(all)`), asked before anything else: holding `create-<resource>` is
+ * not enough, since anonymous allows hand that to every signed-in user.
+ */
+export const AI_FEATURE = ".ai";
+export const authorizeAi = (p: Principal) => authorize(p, AI_FEATURE, "create");
+export const mayUseAi = (p: Principal) => can(p, AI_FEATURE, "create");
 
 export function requireProvider(config: ProviderConfig, what: string): void {
   if (!config.aiApiKey) throw new AppError(503, "SERVICE_UNAVAILABLE", `${what} needs an AI provider: set AI_API_KEY (and AI_BASE_URL, AI_MODEL) in DIR/.env`);

@@ -3,7 +3,7 @@
  * into a temporary folder beside DIR and checked (manifest, database integrity) before anything in
  * DIR changes, so a damaged archive leaves DIR as it was.
  */
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { runningServers } from "../pidfile";
 import { AppError } from "../errors";
@@ -57,7 +57,10 @@ async function extract(source: ReadableStream<Uint8Array>, into: string): Promis
     const path = safePath(entry.path);
     if (!manifest && path !== MANIFEST) throw new AppError(400, "INVALID_DATA", "not a resd backup (the archive does not start with resd-backup.json)");
     const target = join(into, path);
-    mkdirSync(dirname(target), { recursive: true });
+    // data/ holds password hashes and uploads, .env the secrets: the owner's only from the first byte.
+    const owners = path === ".env" || path.startsWith("data/");
+    mkdirSync(dirname(target), { recursive: true, mode: owners ? 0o700 : 0o755 });
+    if (owners) closeSync(openSync(target, "w", 0o600));
     const sink = Bun.file(target).writer({ highWaterMark: 1024 * 1024 });
     for await (const chunk of entry.body) sink.write(chunk);
     await sink.end();
@@ -65,7 +68,6 @@ async function extract(source: ReadableStream<Uint8Array>, into: string): Promis
       manifest = await Bun.file(target).json().catch(() => null);
       if (manifest?.format !== FORMAT) throw new AppError(400, "INVALID_DATA", "not a resd backup (unknown manifest)");
     } else if (path === ".env") {
-      chmodSync(target, 0o600);
       secrets = true;
     } else if (path !== "data/resd.db") files++;
   }

@@ -1,7 +1,8 @@
 /** Resources every site has without a file. A site file of the same name extends them. */
 import type { DefinitionFile } from "./types";
 
-export const USER_ALWAYS_HIDDEN = ["password", "salt", "api", "password_reset_token", "change_email_token"];
+/** `token_epoch` is resd's own (see account-guard.ts): never shown, never written through the API. */
+export const USER_ALWAYS_HIDDEN = ["password", "salt", "api", "password_reset_token", "change_email_token", "token_epoch"];
 
 export const BUILTIN: Record<string, DefinitionFile & { internal?: boolean }> = {
   users: {

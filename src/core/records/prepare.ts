@@ -12,6 +12,7 @@ import { checkField, isEmpty } from "../validation/fields";
 import { cleanHtml } from "../validation/html";
 import { RULES, ruleNames } from "../validation/rules";
 import { escapeShortcodes } from "../validation/shortcodes";
+import { UNPAIRED_SURROGATE, unpairedSurrogateAt } from "../validation/unicode";
 
 export type Values = Record<string, unknown>;
 
@@ -69,7 +70,10 @@ export async function prepareValues(store: RecordReads, def: ResourceDef, input:
   const out: Values = Object.create(null);
   for (const [name, raw] of Object.entries(input)) {
     if (isSystemField(name)) continue; // set by the service only
-    if (!def.fields[name]) { errors[name] = `not a field of ${def.name}`; continue; }
+    if (!def.fields[name]) { errors[name.toWellFormed()] = `not a field of ${def.name}`; continue; }
+    // Imports and library code reach here without the HTTP body check.
+    const bad = unpairedSurrogateAt(raw, name);
+    if (bad !== null) { errors[bad] = UNPAIRED_SURROGATE; continue; }
     const r = checkField(def, name, raw);
     if (!r.ok) { errors[`${name}${r.at ?? ""}`] = r.error; continue; }
     out[name] = r.value;

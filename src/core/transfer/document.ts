@@ -9,7 +9,7 @@ import { authorize, type Principal } from "../access/permissions";
 import type { FieldDef, ResourceDef } from "../definitions/types";
 import { AppError, unauthorized } from "../errors";
 import { takeAiCall } from "../access/rate-limit";
-import { chatJson, requireProvider, type Message } from "../ai/provider";
+import { authorizeAi, chatJson, requireProvider, type Message } from "../ai/provider";
 import { checkZipBounds, type ZipBounds } from "./zip-bounds";
 import { prepareValues } from "../records/prepare";
 import type { Site } from "../site";
@@ -40,6 +40,7 @@ export async function proposeFromDocument(site: Site, p: Principal, resource: st
   const def = site.resource(resource);
   // Every call spends the site's AI credits: never for anonymous visitors, whatever forms allow.
   if (p.kind === "anonymous") throw unauthorized("import-document needs a signed-in user or a bearer token");
+  authorizeAi(p);
   authorize(p, resource, "create");
   requireProvider(site.config, "import-document");
   const { file, name } = await upload();

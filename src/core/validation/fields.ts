@@ -32,8 +32,17 @@ function validDate(s: string): boolean {
   return m[4] === undefined || (Number(m[4]) < 24 && Number(m[5]) < 60 && Number(m[6] ?? 0) < 60);
 }
 
+/**
+ * Browsers drop tabs and newlines inside a URL and read `\` as `/`, so `/\evil.example` and
+ * `/<TAB>/evil.example` go where `//evil.example` goes: to another host (an open redirect wherever a
+ * site renders the field as a link). A path therefore holds no backslash and no control character,
+ * and neither does any URL.
+ */
+const UNSAFE_IN_URL = /[\u0000-\u001f\u007f]/;
+
 function validUrl(s: string): boolean {
-  if (s.startsWith("/") && !s.startsWith("//")) return true;
+  if (UNSAFE_IN_URL.test(s)) return false;
+  if (s.startsWith("/") || s.startsWith("\\")) return !s.includes("\\") && !s.startsWith("//");
   try {
     return URL_SCHEMES.has(new URL(s).protocol);
   } catch {
