@@ -103,10 +103,13 @@ describe("GET one record, answered in place", () => {
     expect((await twice("/api/v1/items/one", { token: t })).second.status).toBe(200);
     expect((await cli(s.dir, ["user", "api", "gone@example.com", "--off"])).code).toBe(0);
     expect((await call(s.base, "GET", "/api/v1/items/one", { token: t })).status).toBe(401);
+    // Switched on again, the old token stays dead (issue 31, item 9); a new one reads.
     expect((await cli(s.dir, ["user", "api", "gone@example.com", "--on"])).code).toBe(0);
-    expect((await call(s.base, "GET", "/api/v1/items/one", { token: t })).status).toBe(200);
-    expect((await cli(s.dir, ["user", "remove", "gone@example.com"])).code).toBe(0);
     expect((await call(s.base, "GET", "/api/v1/items/one", { token: t })).status).toBe(401);
+    const renewed = await tokenFor(s.base, "gone@example.com", "gone-pw-long-1");
+    expect((await twice("/api/v1/items/one", { token: renewed })).second.status).toBe(200);
+    expect((await cli(s.dir, ["user", "remove", "gone@example.com"])).code).toBe(0);
+    expect((await call(s.base, "GET", "/api/v1/items/one", { token: renewed })).status).toBe(401);
   }, 30_000);
 
   test("a record deleted, or changed by another process, shows on the next read", async () => {

@@ -36,8 +36,8 @@ function etagKey(site: { config: { tokenSecret: string } }): Uint8Array {
 }
 
 export function weakEtag(site: { config: { tokenSecret: string } }, ...parts: (string | number)[]): string {
-  const mac = new Bun.CryptoHasher("sha256", etagKey(site)).update(parts.join("\u0000")).digest("base64url");
-  return `W/"${mac.slice(0, 22)}"`;
+  const mac = new Bun.CryptoHasher("sha256", etagKey(site)).update(parts.join("\u0000")).digest("hex");
+  return `W/"${mac.slice(0, 24)}"`;
 }
 
 /** If-None-Match (weak comparison, `*` included) holds the tag. */
