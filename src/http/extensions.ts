@@ -8,7 +8,7 @@ import { Elysia } from "elysia";
 import type { Site } from "../core/site";
 import { methodNotAllowed, unauthorized } from "../core/errors";
 import { requirePermission } from "../core/access/permissions";
-import { isReply, type RouteRequest } from "../core/extensions/api";
+import { isReply, type RouteRequest } from "../core/extensions/contract";
 import { registryOf, type RouteEntry } from "../core/extensions/registry";
 import { handle, type Ctx } from "./context";
 import { json } from "./envelope";

@@ -2,7 +2,7 @@
 import { useSignal } from "@preact/signals";
 import { api, ApiError } from "../api";
 import type { ResourceView } from "../state";
-import type { Row } from "../pages/Overview";
+import type { Row } from "../rows";
 
 export function BulkBar({ def, rows, uuids, onDone }: { def: ResourceView; rows: Row[]; uuids: string[]; onDone: () => void }) {
   const field = useSignal("");

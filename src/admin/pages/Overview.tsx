@@ -13,10 +13,10 @@ import { FilterBar } from "../components/FilterBar";
 import { HistoryDialog } from "../components/HistoryDialog";
 import { ImportDialog } from "../components/ImportDialog";
 import { BulkBar } from "../components/BulkBar";
+import type { Row } from "../rows";
 import { ColumnChooser } from "../components/ColumnChooser";
 import { DeletedList } from "../components/DeletedList";
 
-export type Row = Record<string, unknown> & { uuid: string };
 type ListAnswer = Envelope & Record<string, Record<string, Row>>;
 
 const PAGE_SIZES = [10, 25, 50, 100];

@@ -5,7 +5,7 @@
  */
 import type { Site } from "../site";
 import type { JobHandler } from "../jobs/worker";
-import type { EventHandler, RouteHandler, RouteOptions } from "./api";
+import type { EventHandler, RouteHandler, RouteOptions } from "./contract";
 
 export const ROUTE_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
 export type RouteMethod = (typeof ROUTE_METHODS)[number];
