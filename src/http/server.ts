@@ -12,6 +12,7 @@ import { errorResponse } from "./errors";
 import { flushLogs, logEvent, logRequest, resolveLogFormat, setLogFormat } from "./logging";
 import { startHooks, stopHooks } from "../core/extensions/runtime";
 import { withCors } from "./cors";
+import { notingArrivals } from "./caller";
 import { normalizeTarget } from "./request-target";
 import { watchDefinitions } from "../core/definitions/watch";
 import { removeLeftovers } from "../core/leftovers";
@@ -160,7 +161,8 @@ export async function startServer(site: Site, opts: { quiet?: boolean; signals?:
   setLogFormat(resolveLogFormat(site.config.logFormat));
   await startHooks(site); // extensions load (or start-up fails) before anything listens
   const app = createApp(site);
-  const all = withCors(site.config.corsOrigins, logged((request) => app.fetch(request)));
+  // The server is asked for a caller's address (fair share of list queries) once it answers.
+  const all = notingArrivals(() => server, withCors(site.config.corsOrigins, logged((request) => app.fetch(request))));
   const server = Bun.serve({
     hostname: site.config.host,
     port: site.config.port,

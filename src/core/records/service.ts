@@ -28,16 +28,17 @@ export type ListResult = {
 const STREAM_ABOVE = 1000;
 const nowSec = () => Math.floor(Date.now() / 1000);
 
-export async function listRecords(site: Site, p: Principal, resource: string, params: ListParams): Promise<ListResult> {
+/** `caller`: who asks in person, for the store's fair share of list queries (see CompiledQuery.caller). */
+export async function listRecords(site: Site, p: Principal, resource: string, params: ListParams, caller?: string): Promise<ListResult> {
   const def = site.resource(resource);
   authorize(p, resource, "view");
-  return queryList(site, def, params);
+  return queryList(site, def, params, caller);
 }
 
 /** A list query on any resource's table, built-in ones included; the caller has checked access. */
-export async function queryList(site: Site, def: ResourceDef, params: ListParams): Promise<ListResult> {
+export async function queryList(site: Site, def: ResourceDef, params: ListParams, caller?: string): Promise<ListResult> {
   const q = parseListParams(params, site.config.maxLimit);
-  const compiled = compileList(site.store.dialect, def, q);
+  const compiled = { ...compileList(site.store.dialect, def, q), caller };
   const lastChange = await site.store.lastChange(def.name);
   if (q.limit === null || q.limit > STREAM_ABOVE) {
     return { def, rows: site.store.stream(def.name, compiled), total: q.wantsTotal ? await site.store.count(def.name, compiled) : null, lastChange };

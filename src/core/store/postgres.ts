@@ -17,6 +17,7 @@ import { migrateInternal, SCHEMA_LOCK, syncResource } from "./postgres-schema";
 import { PgJobs, insertPgJob } from "./postgres-jobs";
 import { PgAccessStore } from "./access-postgres";
 import { FOLD_BATCH, foldCounts, maintainedCount } from "./postgres-counts";
+import { FairGate } from "./fair-share";
 import type { AccessStore, CompiledQuery, DetachedReads, HistoryEntry, SchemaChange, SqlValue, Store, StoreTx, StoredRecord, TxOptions } from "./types";
 
 /** The stored columns of a record, as the rest of resd reads them (int8 comes back as text otherwise). */
@@ -33,6 +34,11 @@ const PAGE_CACHE_ROWS = 200;
 const CHANNEL = "resd_commits";
 /** How a schema change is announced on it (before the instance id). */
 const SCHEMA_NOTICE = "schema:";
+/**
+ * Read connections list queries of callers never take: single records, sessions and sign-ins keep
+ * answering while lists fill the rest (see `lists`).
+ */
+const RESERVED_READS = 2;
 /** Attempts of a transaction that PostgreSQL ended to break a deadlock or a serialization conflict. */
 const TX_ATTEMPTS = 3;
 
@@ -66,8 +72,14 @@ export class PgStore implements Store {
   private readonly uniqueFields = new Map<string, string>();
   /** Resources with unique fields (their writes may be refused by an index). */
   private readonly guarded = new Set<string>();
+  /**
+   * The read connections callers' list queries (pages, totals, streams) may hold, shared out in
+   * turn with a bound per caller, as SQLite's read workers are: without it one caller's slow pages
+   * took every connection of the pool, and everyone's reads, sign-ins included, waited.
+   */
+  private readonly lists: FairGate;
 
-  private constructor(readonly url: string, opts: { cacheMaxBytes?: number; queryBudgetMs?: number; max?: number }) {
+  private constructor(readonly url: string, opts: { cacheMaxBytes?: number; queryBudgetMs?: number; maxQueriesPerCaller?: number; max?: number }) {
     const options = {
       max: opts.max ?? 10,
       connectionTimeout: 10,
@@ -80,6 +92,7 @@ export class PgStore implements Store {
     this.sql = new SQL(url, options);
     this.writeSql = new SQL(url, options);
     this.queryBudgetMs = opts.queryBudgetMs ?? 10_000;
+    this.lists = new FairGate(Math.max(1, options.max - RESERVED_READS), opts.maxQueriesPerCaller ?? 0);
     this.memo = new CommitMemo(memoShare(opts.cacheMaxBytes ?? DEFAULT_CACHE_BYTES), () => this.version());
     this.jobs = new PgJobs(this);
     this.access = new PgAccessStore(this);
@@ -87,7 +100,7 @@ export class PgStore implements Store {
   private readonly queryBudgetMs: number;
 
   /** Connects, migrates the internal tables (once, whoever starts at the same time) and listens for commits. */
-  static async open(url: string, opts: { cacheMaxBytes?: number; queryBudgetMs?: number; max?: number } = {}): Promise<PgStore> {
+  static async open(url: string, opts: { cacheMaxBytes?: number; queryBudgetMs?: number; maxQueriesPerCaller?: number; max?: number } = {}): Promise<PgStore> {
     let store: PgStore;
     try {
       store = new PgStore(url, opts);
@@ -199,6 +212,11 @@ export class PgStore implements Store {
     }
   }
 
+  /** A list query of `caller` (none: the server's own work) waits its turn for a connection (see `lists`). */
+  private listQuery<T>(caller: string | undefined, sql: string, args: SqlValue[]): Promise<T[]> {
+    return caller === undefined ? this.query<T>(sql, args) : this.lists.run(caller, () => this.query<T>(sql, args));
+  }
+
   private readError(e: unknown): unknown {
     if ((e as PgError).errno === "57014") {
       return new AppError(503, "SERVICE_UNAVAILABLE", `the query ran past its time budget (RESD_QUERY_TIMEOUT ${this.queryBudgetMs} ms); narrow the filter or use an indexed field`, { retryAfter: 5 });
@@ -244,11 +262,11 @@ export class PgStore implements Store {
 
   async page(resource: string, q: CompiledQuery): Promise<StoredRecord[]> {
     const [sql, args] = this.selectSql(resource, q);
-    return this.memo.remember(BoundedMemo.key("page", sql, JSON.stringify(args)), () => this.query<StoredRecord>(sql, args),
+    return this.memo.remember(BoundedMemo.key("page", sql, JSON.stringify(args)), () => this.listQuery<StoredRecord>(q.caller, sql, args),
       (rows) => (rows.length <= PAGE_CACHE_ROWS ? rows.reduce((n, r) => n + rowBytes(r), 0) : null));
   }
 
-  async count(resource: string, q: Pick<CompiledQuery, "where" | "args" | "counted" | "search">): Promise<number> {
+  async count(resource: string, q: Pick<CompiledQuery, "where" | "args" | "counted" | "search" | "caller">): Promise<number> {
     // A total the maintained counts hold is one small lookup, exact under any write load.
     if (q.counted) {
       try {
@@ -259,12 +277,14 @@ export class PgStore implements Store {
     }
     const p = this.plan(q);
     return this.memo.remember(BoundedMemo.key("count", resource, p.where, JSON.stringify(p.args)),
-      async () => Number((await this.query<{ n: string }>(`SELECT count(*) AS n FROM ${this.dialect.table(resource)} ${p.where}`, p.args))[0].n));
+      async () => Number((await this.listQuery<{ n: string }>(q.caller, `SELECT count(*) AS n FROM ${this.dialect.table(resource)} ${p.where}`, p.args))[0].n));
   }
 
-  async *stream(resource: string, q: CompiledQuery): AsyncIterable<StoredRecord> {
+  stream(resource: string, q: CompiledQuery): AsyncIterable<StoredRecord> {
+    // Refused here, while the answer can still be a 429, not once the list has begun.
+    if (q.caller !== undefined) this.lists.admit(q.caller);
     const [sql, args] = this.selectSql(resource, q);
-    yield* this.cursor<StoredRecord>(sql, args);
+    return this.cursor<StoredRecord>(sql, args, q.caller);
   }
 
   async otherProcesses(): Promise<string[]> {
@@ -294,9 +314,19 @@ export class PgStore implements Store {
   }
   private cursors = 0;
 
-  /** Rows through a cursor on a connection of its own, a batch at a time. */
-  private async *cursor<T>(sql: string, args: SqlValue[]): AsyncIterable<T> {
-    const db = await this.sql.reserve();
+  /**
+   * Rows through a cursor on a connection of its own, a batch at a time. A caller's stream holds
+   * its turn at the list connections (see `lists`) until it ends: the connection is held as long.
+   */
+  private async *cursor<T>(sql: string, args: SqlValue[], caller?: string): AsyncIterable<T> {
+    const release = caller === undefined ? null : await this.lists.acquire(caller, true);
+    let db: ReservedSQL;
+    try {
+      db = await this.sql.reserve();
+    } catch (e) {
+      release?.();
+      throw e;
+    }
     let open = false;
     try {
       await db.unsafe("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
@@ -311,6 +341,7 @@ export class PgStore implements Store {
     } finally {
       if (open) await db.unsafe("ROLLBACK").catch(() => {});
       db.release();
+      release?.();
     }
   }
 

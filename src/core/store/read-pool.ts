@@ -3,12 +3,14 @@
  * next batch of a streamed list) run in a small pool of worker threads, each with its own read-only
  * connection (WAL readers run side by side), so the event loop keeps answering. A query past the
  * time budget is ended by ending its worker (SQLite cannot be interrupted from here) and answers
- * 503 with Retry-After; a fresh worker takes its place.
+ * 503 with Retry-After; a fresh worker takes its place. Callers take turns at the workers, and each
+ * has a bounded number of queries waiting or running (see FairShare).
  *
  * The worker is created from source text (a Blob), so it works the same from source and from the
  * compiled executable, with no extra entry point.
  */
 import { AppError } from "../errors";
+import { FairShare } from "./fair-share";
 import type { SqlValue } from "./types";
 
 const WORKER_SOURCE = `
@@ -68,11 +70,18 @@ self.onmessage = (event) => {
 type Request = { type: "all" | "get"; sql: string; args: SqlValue[] } | { type: "stream"; stream: number; sql: string; args: SqlValue[]; max: number } | { type: "close"; stream: number };
 type Pending = { resolve: (v: unknown) => void; reject: (e: unknown) => void };
 type Slot = { worker: Worker; busy: boolean; ready: Promise<unknown>; pending: Map<number, Pending>; streams: Set<number> };
-type Job = { req: Request; resolve: (v: unknown) => void; reject: (e: unknown) => void; slot?: Slot };
+type Job = { req: Request; resolve: (v: unknown) => void; reject: (e: unknown) => void; slot?: Slot; caller: string };
+
+/**
+ * Who asks, for the fair share: `caller` as the HTTP layer names it (none: work of the server
+ * itself). `admitted`: part of a query admitted already (a stream's next batch, a count split in
+ * parts), never refused midway.
+ */
+export type Asker = { caller?: string; admitted?: boolean };
 
 export class ReadPool {
   private readonly slots: Slot[] = [];
-  private readonly queue: Job[] = [];
+  private readonly fair: FairShare<Job>;
   /** Streams stay on the worker that opened them (it holds their read transaction). */
   private readonly streamSlot = new Map<number, Slot>();
   private nextId = 1;
@@ -80,7 +89,9 @@ export class ReadPool {
   private readonly url: string;
   private closed = false;
 
-  constructor(private readonly path: string, size: number, private readonly budgetMs: number, private readonly cacheKiB = 16 * 1024) {
+  /** `perCaller`: list queries one caller may have waiting or running (RESD_MAX_QUERIES_PER_CALLER; 0 = no bound). */
+  constructor(private readonly path: string, size: number, private readonly budgetMs: number, perCaller = 0, private readonly cacheKiB = 16 * 1024) {
+    this.fair = new FairShare<Job>(perCaller);
     this.url = URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "application/javascript" }));
     for (let i = 0; i < size; i++) this.slots.push(this.spawn());
   }
@@ -109,13 +120,14 @@ export class ReadPool {
     });
   }
 
+  /** Starts queued jobs on free workers, callers in turn; a stream's batch waits for its own worker. */
   private pump(): void {
-    for (let i = 0; i < this.queue.length; i++) {
-      const job = this.queue[i];
-      const slot = job.slot ?? this.slots.find((s) => !s.busy);
-      if (!slot || slot.busy) continue;
-      this.queue.splice(i--, 1);
-      void this.run(slot, job);
+    for (;;) {
+      const free = this.slots.find((s) => !s.busy);
+      if (!free) return;
+      const job = this.fair.take((j) => !j.slot || !j.slot.busy);
+      if (!job) return;
+      void this.run(job.slot ?? free, job);
     }
   }
 
@@ -135,6 +147,7 @@ export class ReadPool {
     } finally {
       clearTimeout(timer);
       slot.busy = false;
+      this.fair.done(job.caller);
       this.pump();
     }
   }
@@ -148,24 +161,36 @@ export class ReadPool {
     if (i >= 0 && !this.closed) this.slots[i] = this.spawn();
   }
 
-  private submit<T>(req: Request, slot?: Slot): Promise<T> {
+  private submit<T>(req: Request, ask: Asker, slot?: Slot): Promise<T> {
     if (this.closed) return Promise.reject(new AppError(503, "SERVICE_UNAVAILABLE", "the server is shutting down"));
+    const caller = ask.caller ?? "";
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ req, resolve: resolve as (v: unknown) => void, reject, slot });
+      if (!ask.admitted) this.fair.admit(caller);
+      this.fair.add({ req, resolve: resolve as (v: unknown) => void, reject, slot, caller });
       this.pump();
     });
   }
 
-  all<T>(sql: string, args: SqlValue[]): Promise<T[]> {
-    return this.submit<T[]>({ type: "all", sql, args });
+  /** Throws 429 now when `caller` may not start another query (see FairShare). */
+  admit(caller: string | undefined): void {
+    this.fair.admit(caller ?? "");
   }
 
-  get<T>(sql: string, args: SqlValue[]): Promise<T | null> {
-    return this.submit<T | null>({ type: "get", sql, args });
+  all<T>(sql: string, args: SqlValue[], ask: Asker = {}): Promise<T[]> {
+    return this.submit<T[]>({ type: "all", sql, args }, ask);
   }
 
-  /** Rows of a query in batches, read in a worker; closing early ends its read transaction. */
-  async *stream<T>(sql: string, args: SqlValue[], batch = 2000): AsyncGenerator<T> {
+  get<T>(sql: string, args: SqlValue[], ask: Asker = {}): Promise<T | null> {
+    return this.submit<T | null>({ type: "get", sql, args }, ask);
+  }
+
+  /**
+   * Rows of a query in batches, read in a worker; closing early ends its read transaction. Its
+   * batches take turns with other callers' queries but are never refused: a list cut off midway
+   * would look complete to a client reading it (callers check `admit` before the answer starts).
+   */
+  async *stream<T>(sql: string, args: SqlValue[], caller?: string, batch = 2000): AsyncGenerator<T> {
+    const ask: Asker = { caller, admitted: true };
     const stream = this.nextStream++;
     const slot = this.slots.find((s) => !s.busy) ?? this.slots[stream % this.slots.length];
     this.streamSlot.set(stream, slot);
@@ -176,7 +201,7 @@ export class ReadPool {
     const fetchBatch = () => {
       const owner = this.streamSlot.get(stream);
       if (!owner) return Promise.reject(new AppError(503, "SERVICE_UNAVAILABLE", "the list was ended by the query time budget"));
-      return this.submit<{ rows: T[]; done: boolean }>({ type: "stream", stream, sql, args, max: batch }, owner);
+      return this.submit<{ rows: T[]; done: boolean }>({ type: "stream", stream, sql, args, max: batch }, ask, owner);
     };
     let next: Promise<{ rows: T[]; done: boolean }> | null = fetchBatch();
     try {
@@ -193,13 +218,13 @@ export class ReadPool {
       const owner = this.streamSlot.get(stream);
       this.streamSlot.delete(stream);
       owner?.streams.delete(stream);
-      if (!done && owner) await this.submit({ type: "close", stream }, owner).catch(() => undefined);
+      if (!done && owner) await this.submit({ type: "close", stream }, ask, owner).catch(() => undefined);
     }
   }
 
   close(): void {
     this.closed = true;
     for (const s of this.slots) s.worker.terminate();
-    for (const j of this.queue.splice(0)) j.reject(new AppError(503, "SERVICE_UNAVAILABLE", "the server is shutting down"));
+    for (const j of this.fair.drain()) j.reject(new AppError(503, "SERVICE_UNAVAILABLE", "the server is shutting down"));
   }
 }

@@ -21,7 +21,7 @@ import { SqliteAccessStore } from "./access-sqlite";
 import { BoundedMemo, CommitMemo, DEFAULT_CACHE_BYTES, listShare, memoShare, recordShare, rowBytes, type FilterTag, type MemoTag, type ResourceWrite } from "./memo";
 import { RecordCache, type ChangedRecords } from "./record-cache";
 import { equalitiesOf, equalityFields, reviseAnswers } from "./sqlite-revise";
-import { ReadPool } from "./read-pool";
+import { ReadPool, type Asker } from "./read-pool";
 import { COLS, SqliteReads } from "./sqlite-reads";
 import { GramLists, intersect } from "./gram-lists";
 import type { AccessStore, CompiledQuery, DetachedReads, HistoryEntry, SchemaChange, SqlValue, Store, StoreNow, StoreTx, StoredRecord, TxOptions } from "./types";
@@ -129,8 +129,9 @@ export class SqliteStore implements Store {
   private checkpointer: Checkpointer | null = null;
   private readonly readWorkers: number;
   private readonly queryBudgetMs: number;
+  private readonly maxQueriesPerCaller: number;
 
-  constructor(readonly path: string, opts: { cacheMaxBytes?: number; readWorkers?: number; queryBudgetMs?: number; mmapSize?: number; checkpoints?: CheckpointerOptions } = {}) {
+  constructor(readonly path: string, opts: { cacheMaxBytes?: number; readWorkers?: number; queryBudgetMs?: number; maxQueriesPerCaller?: number; mmapSize?: number; checkpoints?: CheckpointerOptions } = {}) {
     // One budget for single records, pages and totals, and the search index's row ids per trigram.
     const cacheBytes = opts.cacheMaxBytes ?? DEFAULT_CACHE_BYTES;
     this.memo = new CommitMemo(memoShare(cacheBytes), () => this.version());
@@ -138,6 +139,7 @@ export class SqliteStore implements Store {
     this.gramLists = new GramLists(listShare(cacheBytes), () => this.version());
     this.readWorkers = path === ":memory:" ? 0 : (opts.readWorkers ?? 2);
     this.queryBudgetMs = opts.queryBudgetMs ?? 10_000;
+    this.maxQueriesPerCaller = opts.maxQueriesPerCaller ?? 0;
     if (path !== ":memory:") {
       // The database holds password hashes and sessions: the folder and the file are the owner's only.
       // SQLite gives the -wal and -shm files the database file's mode.
@@ -266,7 +268,7 @@ export class SqliteStore implements Store {
     const tag = (rows: StoredRecord[]): MemoTag => q.search || q.limit === null ? { kind: "any", resource }
       : { kind: "rows", resource, filter: filterTag(q), order: q.order, orderKey: JSON.stringify(q.order ?? null), offset: q.offset, limit: q.limit, full: rows.length > 0 && rows.length === q.limit };
     return this.remember(BoundedMemo.key("page", sql, JSON.stringify(args)),
-      () => this.readAll<StoredRecord>(sql, args, q.small || this.bounded(sql, args, q)),
+      () => this.readAll<StoredRecord>(sql, args, q.small || this.bounded(sql, args, q), { caller: q.caller }),
       (rows) => (rows.length <= PAGE_CACHE_ROWS ? rows.reduce((n, r) => n + rowBytes(r), 0) : null), tag);
   }
 
@@ -308,9 +310,9 @@ export class SqliteStore implements Store {
     // Any of a term's trigrams bounds its candidates, so lists too long to keep are left out of the
     // intersection rather than read (the row-level condition decides either way).
     const listed = known.filter((k) => k.docs <= LISTED_TRIGRAM).slice(0, 3);
-    const ids = listed.length ? await this.gramCandidates(resource, listed)
+    const ids = listed.length ? await this.gramCandidates(resource, listed, q.caller)
       : await this.remember(BoundedMemo.key("candidates", resource, match),
-        async () => (await this.readAll<{ id: number }>(`SELECT rowid AS id FROM ${searchTable(resource)} WHERE ${searchTable(resource)} MATCH ?`, [match], rare)).map((r) => r.id),
+        async () => (await this.readAll<{ id: number }>(`SELECT rowid AS id FROM ${searchTable(resource)} WHERE ${searchTable(resource)} MATCH ?`, [match], rare, { caller: q.caller })).map((r) => r.id),
         (v) => v.length * 16, () => ({ kind: "any", resource }));
     // Most records match: a page is read in order faster than sorting every candidate.
     if (ids.length > COMMON_TERM && q.limit !== null && q.offset < COMMON_TERM) return asScan;
@@ -348,18 +350,18 @@ export class SqliteStore implements Store {
   }
 
   /** Records holding every one of a term's rarest ASCII trigrams: the intersection of their kept lists. */
-  private async gramCandidates(resource: string, picked: { g: string; docs: number }[]): Promise<number[]> {
-    return intersect(await Promise.all(picked.map(({ g, docs }) => this.gramList(resource, g.toLowerCase(), docs))));
+  private async gramCandidates(resource: string, picked: { g: string; docs: number }[], caller?: string): Promise<number[]> {
+    return intersect(await Promise.all(picked.map(({ g, docs }) => this.gramList(resource, g.toLowerCase(), docs, caller))));
   }
 
   /** The ids of records whose search text holds `gram`, ascending; read from the index once, then kept (see GramLists). */
-  private async gramList(resource: string, gram: string, docs: number): Promise<ArrayLike<number>> {
+  private async gramList(resource: string, gram: string, docs: number, caller?: string): Promise<ArrayLike<number>> {
     const kept = this.gramLists.get(resource, gram);
     if (kept) return kept;
     const gen = this.gramLists.generation(resource);
     const fts = searchTable(resource);
     // One JSON text crosses from a worker (and out of SQLite) for less than thousands of row objects.
-    const [row] = await this.readAll<{ ids: string }>(`SELECT json_group_array(id) AS ids FROM (SELECT rowid AS id FROM ${fts} WHERE ${fts} MATCH ? ORDER BY rowid)`, [`"${gram.replace(/"/g, '""')}"`], docs <= RARE_TRIGRAM);
+    const [row] = await this.readAll<{ ids: string }>(`SELECT json_group_array(id) AS ids FROM (SELECT rowid AS id FROM ${fts} WHERE ${fts} MATCH ? ORDER BY rowid)`, [`"${gram.replace(/"/g, '""')}"`], docs <= RARE_TRIGRAM, { caller });
     const ids = JSON.parse(row!.ids) as number[];
     return this.gramLists.put(resource, gram, ids, gen) ?? ids;
   }
@@ -385,17 +387,18 @@ export class SqliteStore implements Store {
   /** The worker pool, started on first use (a CLI command that never lists starts none). */
   private readPool(): ReadPool | null {
     if (!this.readWorkers) return null;
-    return (this.pool ??= new ReadPool(this.path, this.readWorkers, this.queryBudgetMs));
+    return (this.pool ??= new ReadPool(this.path, this.readWorkers, this.queryBudgetMs, this.maxQueriesPerCaller));
   }
 
-  private async readAll<T>(sql: string, args: SqlValue[], small = false): Promise<T[]> {
+  /** A read in a worker (in place when `small`); `ask` names whose it is, for the workers' fair share. */
+  private async readAll<T>(sql: string, args: SqlValue[], small = false, ask: Asker = {}): Promise<T[]> {
     const pool = small ? null : this.readPool();
-    return pool ? pool.all<T>(sql, args) : (this.warm().query(sql).all(...(args as never[])) as T[]);
+    return pool ? pool.all<T>(sql, args, ask) : (this.warm().query(sql).all(...(args as never[])) as T[]);
   }
 
-  private async readGet<T>(sql: string, args: SqlValue[], small = false): Promise<T | null> {
+  private async readGet<T>(sql: string, args: SqlValue[], small = false, ask: Asker = {}): Promise<T | null> {
     const pool = small ? null : this.readPool();
-    return pool ? pool.get<T>(sql, args) : ((this.warm().query(sql).get(...(args as never[])) as T | null) ?? null);
+    return pool ? pool.get<T>(sql, args, ask) : ((this.warm().query(sql).get(...(args as never[])) as T | null) ?? null);
   }
 
   private remember<T>(key: string, compute: () => Promise<T>, size?: (v: T) => number | null, tag?: (v: T) => MemoTag): Promise<T> {
@@ -412,9 +415,11 @@ export class SqliteStore implements Store {
     return this.checkpointer?.rounds ?? 0;
   }
 
-  async *stream(resource: string, q: CompiledQuery): AsyncIterable<StoredRecord> {
+  stream(resource: string, q: CompiledQuery): AsyncIterable<StoredRecord> {
+    // Refused here, while the answer can still be a 429, not once the list has begun.
+    if (q.caller !== undefined) this.readPool()?.admit(q.caller);
     const [sql, args] = this.selectSql(resource, q);
-    yield* this.rows<StoredRecord>(sql, args);
+    return this.rows<StoredRecord>(sql, args, q.caller);
   }
 
   /** One SQLite file has one site's processes, and its pid file names the server: nothing to ask here. */
@@ -427,10 +432,10 @@ export class SqliteStore implements Store {
   }
 
   /** Rows of one snapshot, read on a worker (or a connection of their own), a batch at a time. */
-  private async *rows<T>(sql: string, args: SqlValue[]): AsyncIterable<T> {
+  private async *rows<T>(sql: string, args: SqlValue[], caller?: string): AsyncIterable<T> {
     const pool = this.readPool();
     if (pool) {
-      yield* pool.stream<T>(sql, args);
+      yield* pool.stream<T>(sql, args, caller);
       return;
     }
     const db = new Database(this.path, { readonly: true, strict: true });
@@ -442,7 +447,7 @@ export class SqliteStore implements Store {
     }
   }
 
-  async count(resource: string, q: Pick<CompiledQuery, "where" | "args" | "counted" | "search" | "small">): Promise<number> {
+  async count(resource: string, q: Pick<CompiledQuery, "where" | "args" | "counted" | "search" | "small" | "caller">): Promise<number> {
     // A total kept by the write transaction is one lookup, exact under any write load.
     if (q.counted && this.countedReady(resource)) return this.maintainedCount(resource, q.counted);
     // A total of a search depends on the search index too: it goes with any write of the resource.
@@ -453,14 +458,14 @@ export class SqliteStore implements Store {
       // A term too common (or too short) for the index, and nothing else to filter by.
       if (q.search.alone && planned.where === q.search.scan.where) {
         const term = q.search.term;
-        return this.remember(BoundedMemo.key("count-text", resource, term), () => this.countText(resource, term), undefined, tag);
+        return this.remember(BoundedMemo.key("count-text", resource, term), () => this.countText(resource, term, q.caller), undefined, tag);
       }
       q = planned;
     }
     // Any other total over a large match costs milliseconds: counted off the event loop and kept
     // until a write changes it (creates add their matches to it).
     return this.remember(BoundedMemo.key("count", resource, q.where, JSON.stringify(q.args)),
-      async () => (await this.readGet<{ n: number }>(`SELECT count(*) AS n FROM ${this.dialect.table(resource)} ${q.where}`, q.args, q.small))!.n,
+      async () => (await this.readGet<{ n: number }>(`SELECT count(*) AS n FROM ${this.dialect.table(resource)} ${q.where}`, q.args, q.small, { caller: q.caller }))!.n,
       undefined, tag);
   }
 
@@ -472,18 +477,20 @@ export class SqliteStore implements Store {
    * land meanwhile, the parts may come from different states, so the count is taken again in one
    * query instead.
    */
-  private async countText(resource: string, term: string): Promise<number> {
+  private async countText(resource: string, term: string, caller?: string): Promise<number> {
     const sql = `SELECT count(*) AS n FROM ${searchTextTable(resource)} WHERE rowid > ? AND rowid <= ? AND c0 LIKE ? ESCAPE '\\'`;
     const pattern = `%${term}%`;
-    const whole = async () => (await this.readGet<{ n: number }>(sql, [0, Number.MAX_SAFE_INTEGER, pattern]))!.n;
+    const whole = async (admitted = false) => (await this.readGet<{ n: number }>(sql, [0, Number.MAX_SAFE_INTEGER, pattern], false, { caller, admitted }))!.n;
     const parts = this.readPool() ? this.readWorkers : 1;
     if (parts === 1) return whole();
     const top = (this.warm().query(`SELECT max(rowid) AS m FROM ${searchTextTable(resource)}`).get() as { m: number | null }).m ?? 0;
     const before = this.commitMark();
     const bounds = Array.from({ length: parts + 1 }, (_, i) => (i === parts ? top : Math.floor((top * i) / parts)));
-    const counts = await Promise.all(bounds.slice(1).map((hi, i) => this.readGet<{ n: number }>(sql, [bounds[i], hi, pattern])));
+    // One query for the caller's bound, however many parts it runs in.
+    this.readPool()?.admit(caller);
+    const counts = await Promise.all(bounds.slice(1).map((hi, i) => this.readGet<{ n: number }>(sql, [bounds[i], hi, pattern], false, { caller, admitted: true })));
     // Past `top` too: rows created since are counted in the one-query answer.
-    if (this.commitMark() !== before) return whole();
+    if (this.commitMark() !== before) return whole(true);
     return counts.reduce((a, r) => a + r!.n, 0);
   }
 

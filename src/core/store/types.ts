@@ -38,6 +38,12 @@ export type CompiledQuery = {
   small?: boolean;
   /** The total is the sum of these maintained counts (subtracted from the record count when negated). */
   counted?: { keys: string[]; negate: boolean };
+  /**
+   * Who asks (a user, an anonymous client's address), when a caller in person does: the store's
+   * list queries are shared out fairly between callers and bounded per caller (see fair-share.ts).
+   * Never part of what is cached: callers share cached answers.
+   */
+  caller?: string;
 };
 
 export type HistoryAction = "create" | "update" | "delete" | "restore";
@@ -120,9 +126,12 @@ export interface Store extends RecordReads {
   /** Where a worker thread can read the committed records itself; null when it cannot (an in-memory database). */
   detachedReads(): DetachedReads | null;
   page(resource: string, q: CompiledQuery): Promise<StoredRecord[]>;
-  /** Rows one by one on a connection of their own, so a long stream never pins other reads. */
+  /**
+   * Rows one by one on a connection of their own, so a long stream never pins other reads. A caller
+   * past its bound of queries is refused (429) by this call itself, before any row is read.
+   */
   stream(resource: string, q: CompiledQuery): AsyncIterable<StoredRecord>;
-  count(resource: string, q: Pick<CompiledQuery, "where" | "args" | "counted" | "search">): Promise<number>;
+  count(resource: string, q: Pick<CompiledQuery, "where" | "args" | "counted" | "search" | "caller">): Promise<number>;
   /** A number that changes whenever anything (this process or another) commits; cheap to ask. */
   version(): number;
   /** Milliseconds of the last committed write (create, update or delete) in a resource; 0 if none. */
