@@ -1,6 +1,7 @@
 /** What every command shares: opening the site named by --dir, and failing the same way. */
 import { loadConfig, type Config, type SettingName } from "../src/core/config";
-import { openSite, type Site } from "../src/core/site";
+import { openSite } from "../src/core/open-site";
+import type { Site } from "../src/core/site";
 import { AppError } from "../src/core/errors";
 import { DefinitionError } from "../src/core/definitions/load";
 

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { addRole, findRole, listRoles, removeRole, roleHolders, setRolePermissions, unknownResourcePermissions, type RoleSummary } from "../src/core/access/accounts";
+import { addRole, findRole, listRoles, removeRole, roleHolders, setRolePermissions, unknownResourcePermissions, type RoleSummary } from "../src/core/accounts";
 import type { Site } from "../src/core/site";
 import { badRequest } from "../src/core/errors";
 import { action, withSite } from "./common";

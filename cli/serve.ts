@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { openSite } from "../src/core/site";
+import { openSite } from "../src/core/open-site";
 import { startServer } from "../src/http/server";
 import { renameSync, rmSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";

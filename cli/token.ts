@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { tokenForEmail } from "../src/core/access/accounts";
+import { tokenForEmail } from "../src/core/accounts";
 import { action, withSite } from "./common";
 
 export function registerToken(program: Command) {

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { addUser, listUsers, removeUser, setApiAccess, setPassword } from "../src/core/access/accounts";
+import { addUser, listUsers, removeUser, setApiAccess, setPassword } from "../src/core/accounts";
 import { findUserByEmail } from "../src/core/access/users";
 import { action, withSite } from "./common";
 import { badRequest } from "../src/core/errors";

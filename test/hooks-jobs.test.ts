@@ -6,7 +6,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { adminSite, cli, serve, siteEnv, type Server } from "./helpers/site";
-import { openSite } from "../src/core/site";
+import { openSite } from "../src/core/open-site";
 import { loadConfig } from "../src/core/config";
 import { createRecord } from "../src/core/records/service";
 import { SYSTEM } from "../src/core/access/permissions";

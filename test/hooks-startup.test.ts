@@ -64,7 +64,7 @@ describe("start-up refuses a broken extension", () => {
     const dir = makeSite({ files: { "ext/late.js": `export default (api) => { globalThis.lateApi = api; };` } });
     dirs.push(dir);
     // Loaded in-process: the registry is frozen once loading finished.
-    const { openSiteAt } = await import("../src/core/site");
+    const { openSiteAt } = await import("../src/core/open-site");
     const { loadExtensions } = await import("../src/core/extensions/load");
     const site = await openSiteAt(dir);
     await loadExtensions(site);

@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { loadConfig } from "../../src/core/config";
-import { openSite } from "../../src/core/site";
+import { openSite } from "../../src/core/open-site";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const COUNT = Number(process.argv[2] ?? 100_000);

@@ -14,7 +14,7 @@ import { loadConfig } from "../../src/core/config";
 import { filesOf, variantPrefix } from "../../src/core/files/context";
 import { parseSpec, renderVariant } from "../../src/core/files/images";
 import { commitUpload, stageUpload } from "../../src/core/files/upload";
-import { openSite } from "../../src/core/site";
+import { openSite } from "../../src/core/open-site";
 
 const ROUNDS = Number(process.argv[2] ?? 9);
 const src = process.env.PHOTO ?? "/tmp/bench-data/photo-12mp.jpg";

@@ -4,10 +4,10 @@
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadConfig } from "../../src/core/config";
-import { openSite } from "../../src/core/site";
+import { openSite } from "../../src/core/open-site";
 import { authenticate } from "../../src/http/auth";
 import { authorize } from "../../src/core/access/permissions";
-import { tokenForEmail } from "../../src/core/access/accounts";
+import { tokenForEmail } from "../../src/core/accounts";
 
 const dir = process.argv[2] ?? "/tmp/bench-data/resd-site";
 const allow = join(dir, "ext/uri/api/v1/items");

@@ -8,8 +8,8 @@
 import { Database } from "bun:sqlite";
 import { cpSync, rmSync } from "node:fs";
 import { loadConfig } from "../../src/core/config";
-import { openSite } from "../../src/core/site";
-import { tokenForEmail } from "../../src/core/access/accounts";
+import { openSite } from "../../src/core/open-site";
+import { tokenForEmail } from "../../src/core/accounts";
 import { readOneNow, readOneRoute } from "../../src/http/records";
 
 const DATA = process.env.BENCH_DATA ?? "/tmp/bench-data";

@@ -7,7 +7,7 @@
  */
 import { cpSync, rmSync } from "node:fs";
 import { loadConfig } from "../../src/core/config";
-import { openSite } from "../../src/core/site";
+import { openSite } from "../../src/core/open-site";
 import { createRecord, listRecords } from "../../src/core/records/service";
 import { SYSTEM } from "../../src/core/access/permissions";
 

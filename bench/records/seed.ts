@@ -5,7 +5,7 @@
 import { mkdirSync, writeFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { loadConfig } from "../../src/core/config";
-import { openSite } from "../../src/core/site";
+import { openSite } from "../../src/core/open-site";
 
 const dir = process.argv[2] ?? "/tmp/bench-data/resd-site";
 const count = Number(process.argv[3] ?? 1_000_000);

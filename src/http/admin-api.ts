@@ -13,7 +13,7 @@ import { deletedRecords } from "../core/records/service";
 import { complete, translate } from "../core/ai/assist";
 import { fileUsage, unusedFiles } from "../core/files/usage";
 import { findFile, metaDef } from "../core/files/library";
-import { asObject } from "../core/records/prepare";
+import { asObject } from "../core/validation/object";
 import { publicRecord } from "../core/records/output";
 import type { Site } from "../core/site";
 import { handle, type Ctx } from "./context";

@@ -6,7 +6,7 @@
  */
 import type { Site } from "../site";
 import type { ResourceDef } from "../definitions/types";
-import { asObject, type Values } from "../records/prepare";
+import { asObject, type Values } from "../validation/object";
 import { authorize, can, type Principal } from "./permissions";
 import { stripFormFields } from "./forms";
 

@@ -13,8 +13,8 @@ import { cleanHtml } from "../validation/html";
 import { RULES, ruleNames } from "../validation/rules";
 import { escapeShortcodes } from "../validation/shortcodes";
 import { UNPAIRED_SURROGATE, unpairedSurrogateAt } from "../validation/unicode";
+import type { Values } from "../validation/object";
 
-export type Values = Record<string, unknown>;
 
 const UUID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -27,11 +27,6 @@ export function checkUuid(uuid: unknown): string {
   }
   if (RESERVED.has(uuid)) throw badRequest(`"${uuid}" is reserved for /api/v1/{resource}/${uuid}`);
   return uuid;
-}
-
-export function asObject(body: unknown, what = "the request body"): Values {
-  if (!body || typeof body !== "object" || Array.isArray(body)) throw badRequest(`${what} must be a JSON object`);
-  return body as Values;
 }
 
 const hashSecret = (v: unknown) => (typeof v === "string" && v !== "" ? Bun.password.hash(v, "argon2id") : Promise.resolve(v));

@@ -13,7 +13,8 @@ import { compileList } from "../query/compile";
 import { parseListParams, type ListParams } from "../query/parse";
 import type { HistoryEntry, StoreTx, StoredRecord } from "../store/types";
 import { visibleData } from "./output";
-import { asObject, checkUuid, prepareValues, type Values } from "./prepare";
+import { checkUuid, prepareValues } from "./prepare";
+import { asObject, type Values } from "../validation/object";
 import { newRecordId } from "./ids";
 
 export type ListResult = {

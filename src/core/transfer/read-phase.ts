@@ -7,7 +7,8 @@
 import type { ResourceDef } from "../definitions/types";
 import { isSystemField } from "../definitions/types";
 import { AppError } from "../errors";
-import { checkUuid, prepareValues, type PrepareOptions, type Values } from "../records/prepare";
+import { checkUuid, prepareValues, type PrepareOptions } from "../records/prepare";
+import type { Values } from "../validation/object";
 import { newRecordId } from "../records/ids";
 import type { RecordReads } from "../store/types";
 import type { Format } from "./format";

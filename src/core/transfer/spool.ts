@@ -10,7 +10,7 @@
 import { closeSync, mkdirSync, openSync, readSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { FileSink } from "bun";
-import type { Values } from "../records/prepare";
+import type { Values } from "../validation/object";
 
 export type SpoolEntry = {
   row: number;

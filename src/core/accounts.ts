@@ -1,12 +1,16 @@
-/** Account administration shared by the CLI and library code (the HTTP API uses the record service). */
-import type { Site } from "../site";
-import { AppError, notFound } from "../errors";
-import { SYSTEM, type Principal } from "./permissions";
-import { createRecord, deleteRecord, updateRecord } from "../records/service";
-import { publicRecord } from "../records/output";
-import { findUserByEmail, ADMIN_ROLE, ALL } from "./users";
-import type { CompiledQuery, StoredRecord } from "../store/types";
-import { issueToken, type IssuedToken } from "./tokens";
+/**
+ * Account administration shared by the CLI and library code (the HTTP API uses the record service).
+ * It writes users and roles through the record service, like any writer, so it sits above both
+ * records and access (which never import it).
+ */
+import type { Site } from "./site";
+import { AppError, notFound } from "./errors";
+import { SYSTEM, type Principal } from "./access/permissions";
+import { createRecord, deleteRecord, updateRecord } from "./records/service";
+import { publicRecord } from "./records/output";
+import { findUserByEmail, ADMIN_ROLE, ALL } from "./access/users";
+import type { CompiledQuery, StoredRecord } from "./store/types";
+import { issueToken, type IssuedToken } from "./access/tokens";
 
 const everyRow: CompiledQuery = { where: "", args: [], orderBy: "ORDER BY id", limit: null, offset: 0 };
 
