@@ -16,14 +16,14 @@ fi
 export RESD_TEST_POSTGRES_URL
 
 # Left out of the second run, to keep CI near a quarter of an hour:
-# - tests that never open a site: unit tests, the SQLite store's own, the binary build;
+# - tests that never open a site: unit tests, the SQLite store's own, the binary build, the house rules;
 # - the tests that bring their own PostgreSQL database (scale-out, transfer-migrate-store);
 # - transfer-worker, whose subject is the import's reading worker on a SQLite snapshot (PostgreSQL
 #   imports read on one thread, which the other import tests cover);
 # - tests of what lies in front of the store: the admin pages in a browser (their API calls are
 #   admin-api and admin-forms-api, which do run), command-line parsing and exit codes, pipes,
 #   settings display, README, URL masking, and the generated client types.
-SAME_ON_BOTH="build-sharp|files-units|hooks-unit|jobs-queue-plan|json-members|ops-tar|permissions|query-compiler|release-binary|store-checkpointer|store-counts|store-memo|store-transactions|transfer-format|transfer-keytable|scale-out|transfer-migrate-store|transfer-worker|admin-pages|admin-forms|cli-exit-codes|cli-pipes|ops-config|readme|mask-url|openapi-client"
+SAME_ON_BOTH="house-rules|build-sharp|files-units|hooks-unit|jobs-queue-plan|json-members|ops-tar|permissions|query-compiler|release-binary|store-checkpointer|store-counts|store-memo|store-transactions|transfer-format|transfer-keytable|scale-out|transfer-migrate-store|transfer-worker|admin-pages|admin-forms|cli-exit-codes|cli-pipes|ops-config|readme|mask-url|openapi-client"
 
 logs=$(mktemp -d)
 echo "== tests on SQLite"

@@ -1,6 +1,6 @@
 /** Sessions and failed-login counters on PostgreSQL: shared by every instance on the database. */
 import type { AccessStore, LoginState, SessionRow } from "./types";
-import type { PgStore } from "./postgres";
+import type { PgHost } from "./postgres-host";
 
 const SESSION = `id, "user", pfp, created::float8 AS created, seen::float8 AS seen, expires::float8 AS expires`;
 const LOGIN = "account, failures, last_ms::float8 AS last_ms, locked_until::float8 AS locked_until";
@@ -9,7 +9,7 @@ const LOGIN = "account, failures, last_ms::float8 AS last_ms, locked_until::floa
 const key = (account: string) => account.replace(/\u0000/g, "\\u0000");
 
 export class PgAccessStore implements AccessStore {
-  constructor(private readonly store: PgStore) {}
+  constructor(private readonly store: PgHost) {}
 
   version(): number {
     return this.store.version();

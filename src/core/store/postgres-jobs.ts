@@ -5,7 +5,7 @@
  */
 import type { ReservedSQL } from "bun";
 import type { JobQueue, JobRow, JobState, NewJob } from "./types";
-import type { PgStore } from "./postgres";
+import type { PgHost } from "./postgres-host";
 
 const COLS = `id::float8 AS id, type, resource, action, uuid, payload, state, attempts, run_at::float8 AS run_at,
   lease_until::float8 AS lease_until, lease, last_error, created::float8 AS created, updated::float8 AS updated`;
@@ -19,7 +19,7 @@ const EXPIRED = `SELECT ${COLS} FROM _resd_jobs WHERE state = 'running' AND leas
 const QUEUED = `SELECT ${COLS} FROM _resd_jobs WHERE state = 'queued' AND run_at <= $1 ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`;
 
 export class PgJobs implements JobQueue {
-  constructor(private readonly store: PgStore) {}
+  constructor(private readonly store: PgHost) {}
 
   private async changes(sql: string, args: unknown[]): Promise<boolean> {
     return this.store.raw(async (db) => (await db.unsafe(sql, args)).count > 0);

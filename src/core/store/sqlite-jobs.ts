@@ -8,8 +8,14 @@
  * claim's random `lease` token, so a worker whose lease expired cannot overwrite a newer attempt.
  */
 import type { Database } from "bun:sqlite";
-import type { JobQueue, JobRow, JobState, NewJob } from "./types";
-import type { SqliteStore } from "./sqlite";
+import type { JobQueue, JobRow, JobState, NewJob, StoreTx } from "./types";
+
+/** What the queue needs of the SQLite store (sqlite.ts hands itself in): its connections and its write queue. */
+export type SqliteJobsHost = {
+  readonly writeDb: Database;
+  readonly readDb: Database;
+  transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
+};
 
 export function insertJob(db: Database, job: NewJob, now = Date.now()): void {
   db.query(`INSERT INTO _resd_jobs (type, resource, action, uuid, payload, state, attempts, run_at, created, updated)
@@ -22,7 +28,7 @@ export const EXPIRED = `SELECT * FROM _resd_jobs WHERE state = 'running' AND lea
 export const QUEUED = `SELECT * FROM _resd_jobs WHERE state = 'queued' AND run_at <= ? ORDER BY run_at, id LIMIT 1`;
 
 export class SqliteJobs implements JobQueue {
-  constructor(private readonly store: SqliteStore) {}
+  constructor(private readonly store: SqliteJobsHost) {}
 
   private write<T>(fn: (db: Database) => T): Promise<T> {
     return this.store.transaction(async () => fn(this.store.writeDb));
