@@ -4,7 +4,8 @@
  * hand it on after sign-out. Answers without credentials may be kept by any cache, as long as it
  * asks again each time (`no-cache` with the ETag/Last-Modified the reads send). `Vary` names the
  * credentials on both, so that no cache serves one caller's answer to another. Errors are never
- * kept. Routes that chose their own policy (media, exports, the admin's internal endpoints) keep it.
+ * kept. Routes that chose their own policy (media, exports, tokens, the admin's internal endpoints)
+ * keep it, without a Vary added.
  */
 import { SESSION_COOKIE } from "../core/access/sessions";
 
@@ -21,7 +22,9 @@ export function cachePolicyFor(request: Request, status: number): string {
 }
 
 export function withCachePolicy(res: Response, request: Request): Response {
-  if (!res.headers.has("cache-control")) res.headers.set("cache-control", cachePolicyFor(request, res.status));
+  // A route's own policy stands: `no-store` needs no Vary, and public media must stay shared.
+  if (res.headers.has("cache-control")) return res;
+  res.headers.set("cache-control", cachePolicyFor(request, res.status));
   res.headers.append("vary", VARY);
   return res;
 }
