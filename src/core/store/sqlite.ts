@@ -21,7 +21,7 @@ import { SqliteAccessStore } from "./access-sqlite";
 import { BoundedMemo, CommitMemo, DEFAULT_CACHE_BYTES, listShare, memoShare, recordShare, rowBytes, type FilterTag, type MemoTag, type ResourceWrite } from "./memo";
 import { RecordCache, type ChangedRecords } from "./record-cache";
 import { equalitiesOf, equalityFields, reviseAnswers } from "./sqlite-revise";
-import { ReadPool, type Asker } from "./read-pool";
+import { SqliteReadRoute, configure } from "./sqlite-read-route";
 import { COLS, SqliteReads } from "./sqlite-reads";
 import { GramLists, intersect } from "./gram-lists";
 import type { AccessStore, CompiledQuery, DetachedReads, HistoryEntry, SchemaChange, SqlValue, Store, StoreNow, StoreTx, StoredRecord, TxOptions } from "./types";
@@ -67,17 +67,6 @@ const changeKey = (resource: string) => `change\u0000${resource}`;
 
 type Job = { fn: (tx: StoreTx) => Promise<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void; alone: boolean };
 type Settled = { job: Job; ok: boolean; value: unknown; after: (() => void)[] };
-
-/**
- * A bounded page cache per connection keeps memory flat at any database size. Only the connection
- * that answers short reads may map the file (`mmapBytes`, RESD_MMAP_SIZE, off by default): a read of
- * one record through the mapping costs ~9.5 µs instead of ~18 µs in process, though through HTTP
- * the gain was lost in noise and mapped pages count as resident. Scans, counts and exports run on
- * connections without a mapping, so a long scan never maps the whole file.
- */
-function configure(db: Database, busyMs: number, cacheMiB: number, mmapBytes = 0) {
-  db.exec(`PRAGMA busy_timeout=${busyMs}; PRAGMA cache_size=-${cacheMiB * 1024}; PRAGMA mmap_size=${mmapBytes}; PRAGMA temp_store=MEMORY;`);
-}
 
 /** Maps constraint failures to domain errors; everything else stays an internal error. */
 function mapWriteError(e: unknown, resource: string, uuid: string): never {
@@ -125,11 +114,9 @@ export class SqliteStore implements Store {
   private recordsVersion = -1;
   private readonly versionStmt: Statement;
 
-  private pool: ReadPool | null = null;
   private checkpointer: Checkpointer | null = null;
-  private readonly readWorkers: number;
-  private readonly queryBudgetMs: number;
-  private readonly maxQueriesPerCaller: number;
+  /** Where a read runs: in place on the warm connection, or on a read worker. */
+  private readonly route: SqliteReadRoute;
 
   constructor(readonly path: string, opts: { cacheMaxBytes?: number; readWorkers?: number; queryBudgetMs?: number; maxQueriesPerCaller?: number; mmapSize?: number; checkpoints?: CheckpointerOptions } = {}) {
     // One budget for single records, pages and totals, and the search index's row ids per trigram.
@@ -137,9 +124,7 @@ export class SqliteStore implements Store {
     this.memo = new CommitMemo(memoShare(cacheBytes), () => this.version());
     this.records = new RecordCache(recordShare(cacheBytes));
     this.gramLists = new GramLists(listShare(cacheBytes), () => this.version());
-    this.readWorkers = path === ":memory:" ? 0 : (opts.readWorkers ?? 2);
-    this.queryBudgetMs = opts.queryBudgetMs ?? 10_000;
-    this.maxQueriesPerCaller = opts.maxQueriesPerCaller ?? 0;
+    const readWorkers = path === ":memory:" ? 0 : (opts.readWorkers ?? 2);
     if (path !== ":memory:") {
       // The database holds password hashes and sessions: the folder and the file are the owner's only.
       // SQLite gives the -wal and -shm files the database file's mode.
@@ -153,9 +138,9 @@ export class SqliteStore implements Store {
     // The writer waits briefly inside SQLite and otherwise yields (see begin()), so another process
     // holding the write lock (a CLI import) never freezes the server's event loop.
     // Only a server (it has read workers) serves short reads at a rate where the mapping pays.
-    configure(this.writer, 50, 64, this.readWorkers > 0 ? (opts.mmapSize ?? 0) : 0);
+    configure(this.writer, 50, 64, readWorkers > 0 ? (opts.mmapSize ?? 0) : 0);
     migrateInternal(this.writer);
-    if (this.readWorkers > 0) {
+    if (readWorkers > 0) {
       // A server: checkpoints run on a worker's connection, not inside a request's commit.
       // The worker also shrinks a grown WAL file: truncating it on the writer's thread stopped every
       // request for 0.6 s (ext4 discards the freed blocks before truncate returns).
@@ -164,22 +149,12 @@ export class SqliteStore implements Store {
     }
     this.reader = new Database(path, { readonly: true, strict: true });
     configure(this.reader, 5000, 32);
+    this.route = new SqliteReadRoute(path, this.writer, this.reader, readWorkers, opts.queryBudgetMs ?? 10_000, opts.maxQueriesPerCaller ?? 0);
     this.reads = new SqliteReads(this.reader, this.dialect);
     this.writerReads = new SqliteReads(this.writer, this.dialect);
     // The writer's data_version moves only when another connection commits (another process):
     // this process's own commits revise the memo themselves (see runBatch).
     this.versionStmt = this.writer.query("PRAGMA data_version");
-  }
-
-  /**
-   * The connection for a short read on the event loop: the writer while no transaction is open on
-   * it (it then holds nothing uncommitted), else the reader. Every commit of another connection
-   * empties a connection's page cache, so the reader re-reads from the file after each of the
-   * writer's commits (a page of 20 cost ~210 µs instead of ~50 µs under writes); the writer's own
-   * commits leave its cache warm.
-   */
-  private warm(): Database {
-    return this.writer.inTransaction ? this.reader : this.writer;
   }
 
   private dv = 0;
@@ -268,7 +243,7 @@ export class SqliteStore implements Store {
     const tag = (rows: StoredRecord[]): MemoTag => q.search || q.limit === null ? { kind: "any", resource }
       : { kind: "rows", resource, filter: filterTag(q), order: q.order, orderKey: JSON.stringify(q.order ?? null), offset: q.offset, limit: q.limit, full: rows.length > 0 && rows.length === q.limit };
     return this.remember(BoundedMemo.key("page", sql, JSON.stringify(args)),
-      () => this.readAll<StoredRecord>(sql, args, q.small || this.bounded(sql, args, q), { caller: q.caller }),
+      () => this.route.readAll<StoredRecord>(sql, args, q.small || this.bounded(sql, args, q), { caller: q.caller }),
       (rows) => (rows.length <= PAGE_CACHE_ROWS ? rows.reduce((n, r) => n + rowBytes(r), 0) : null), tag);
   }
 
@@ -312,7 +287,7 @@ export class SqliteStore implements Store {
     const listed = known.filter((k) => k.docs <= LISTED_TRIGRAM).slice(0, 3);
     const ids = listed.length ? await this.gramCandidates(resource, listed, q.caller)
       : await this.remember(BoundedMemo.key("candidates", resource, match),
-        async () => (await this.readAll<{ id: number }>(`SELECT rowid AS id FROM ${searchTable(resource)} WHERE ${searchTable(resource)} MATCH ?`, [match], rare, { caller: q.caller })).map((r) => r.id),
+        async () => (await this.route.readAll<{ id: number }>(`SELECT rowid AS id FROM ${searchTable(resource)} WHERE ${searchTable(resource)} MATCH ?`, [match], rare, { caller: q.caller })).map((r) => r.id),
         (v) => v.length * 16, () => ({ kind: "any", resource }));
     // Most records match: a page is read in order faster than sorting every candidate.
     if (ids.length > COMMON_TERM && q.limit !== null && q.offset < COMMON_TERM) return asScan;
@@ -361,7 +336,7 @@ export class SqliteStore implements Store {
     const gen = this.gramLists.generation(resource);
     const fts = searchTable(resource);
     // One JSON text crosses from a worker (and out of SQLite) for less than thousands of row objects.
-    const [row] = await this.readAll<{ ids: string }>(`SELECT json_group_array(id) AS ids FROM (SELECT rowid AS id FROM ${fts} WHERE ${fts} MATCH ? ORDER BY rowid)`, [`"${gram.replace(/"/g, '""')}"`], docs <= RARE_TRIGRAM, { caller });
+    const [row] = await this.route.readAll<{ ids: string }>(`SELECT json_group_array(id) AS ids FROM (SELECT rowid AS id FROM ${fts} WHERE ${fts} MATCH ? ORDER BY rowid)`, [`"${gram.replace(/"/g, '""')}"`], docs <= RARE_TRIGRAM, { caller });
     const ids = JSON.parse(row!.ids) as number[];
     return this.gramLists.put(resource, gram, ids, gen) ?? ids;
   }
@@ -378,27 +353,10 @@ export class SqliteStore implements Store {
     // for a rare trigram, 3 ms for one in every record), where the index's vocabulary table scanned
     // all its terms for each lookup (19 ms on 1M records).
     const fts = searchTable(resource);
-    const docs = (this.warm().query(`SELECT count(*) AS n FROM (SELECT 1 FROM ${fts} WHERE ${fts} MATCH ? LIMIT ?)`).get(`"${gram.replace(/"/g, '""')}"`, MAX_CANDIDATES + 1) as { n: number }).n;
+    const docs = (this.route.warm().query(`SELECT count(*) AS n FROM (SELECT 1 FROM ${fts} WHERE ${fts} MATCH ? LIMIT ?)`).get(`"${gram.replace(/"/g, '""')}"`, MAX_CANDIDATES + 1) as { n: number }).n;
     if (this.gramCache.size > 10_000) this.gramCache.clear();
     this.gramCache.set(key, { docs, at: performance.now() });
     return docs;
-  }
-
-  /** The worker pool, started on first use (a CLI command that never lists starts none). */
-  private readPool(): ReadPool | null {
-    if (!this.readWorkers) return null;
-    return (this.pool ??= new ReadPool(this.path, this.readWorkers, this.queryBudgetMs, this.maxQueriesPerCaller));
-  }
-
-  /** A read in a worker (in place when `small`); `ask` names whose it is, for the workers' fair share. */
-  private async readAll<T>(sql: string, args: SqlValue[], small = false, ask: Asker = {}): Promise<T[]> {
-    const pool = small ? null : this.readPool();
-    return pool ? pool.all<T>(sql, args, ask) : (this.warm().query(sql).all(...(args as never[])) as T[]);
-  }
-
-  private async readGet<T>(sql: string, args: SqlValue[], small = false, ask: Asker = {}): Promise<T | null> {
-    const pool = small ? null : this.readPool();
-    return pool ? pool.get<T>(sql, args, ask) : ((this.warm().query(sql).get(...(args as never[])) as T | null) ?? null);
   }
 
   private remember<T>(key: string, compute: () => Promise<T>, size?: (v: T) => number | null, tag?: (v: T) => MemoTag): Promise<T> {
@@ -417,9 +375,9 @@ export class SqliteStore implements Store {
 
   stream(resource: string, q: CompiledQuery): AsyncIterable<StoredRecord> {
     // Refused here, while the answer can still be a 429, not once the list has begun.
-    if (q.caller !== undefined) this.readPool()?.admit(q.caller);
+    if (q.caller !== undefined) this.route.readPool()?.admit(q.caller);
     const [sql, args] = this.selectSql(resource, q);
-    return this.rows<StoredRecord>(sql, args, q.caller);
+    return this.route.rows<StoredRecord>(sql, args, q.caller);
   }
 
   /** One SQLite file has one site's processes, and its pid file names the server: nothing to ask here. */
@@ -428,23 +386,7 @@ export class SqliteStore implements Store {
   }
 
   async *allHistory(): AsyncIterable<HistoryEntry> {
-    yield* this.rows<HistoryEntry>("SELECT * FROM _resd_history ORDER BY id", []);
-  }
-
-  /** Rows of one snapshot, read on a worker (or a connection of their own), a batch at a time. */
-  private async *rows<T>(sql: string, args: SqlValue[], caller?: string): AsyncIterable<T> {
-    const pool = this.readPool();
-    if (pool) {
-      yield* pool.stream<T>(sql, args, caller);
-      return;
-    }
-    const db = new Database(this.path, { readonly: true, strict: true });
-    configure(db, 5000, 4);
-    try {
-      for (const row of db.query(sql).iterate(...(args as never[]))) yield row as T;
-    } finally {
-      db.close();
-    }
+    yield* this.route.rows<HistoryEntry>("SELECT * FROM _resd_history ORDER BY id", []);
   }
 
   async count(resource: string, q: Pick<CompiledQuery, "where" | "args" | "counted" | "search" | "small" | "caller">): Promise<number> {
@@ -465,7 +407,7 @@ export class SqliteStore implements Store {
     // Any other total over a large match costs milliseconds: counted off the event loop and kept
     // until a write changes it (creates add their matches to it).
     return this.remember(BoundedMemo.key("count", resource, q.where, JSON.stringify(q.args)),
-      async () => (await this.readGet<{ n: number }>(`SELECT count(*) AS n FROM ${this.dialect.table(resource)} ${q.where}`, q.args, q.small, { caller: q.caller }))!.n,
+      async () => (await this.route.readGet<{ n: number }>(`SELECT count(*) AS n FROM ${this.dialect.table(resource)} ${q.where}`, q.args, q.small, { caller: q.caller }))!.n,
       undefined, tag);
   }
 
@@ -480,15 +422,15 @@ export class SqliteStore implements Store {
   private async countText(resource: string, term: string, caller?: string): Promise<number> {
     const sql = `SELECT count(*) AS n FROM ${searchTextTable(resource)} WHERE rowid > ? AND rowid <= ? AND c0 LIKE ? ESCAPE '\\'`;
     const pattern = `%${term}%`;
-    const whole = async (admitted = false) => (await this.readGet<{ n: number }>(sql, [0, Number.MAX_SAFE_INTEGER, pattern], false, { caller, admitted }))!.n;
-    const parts = this.readPool() ? this.readWorkers : 1;
+    const whole = async (admitted = false) => (await this.route.readGet<{ n: number }>(sql, [0, Number.MAX_SAFE_INTEGER, pattern], false, { caller, admitted }))!.n;
+    const parts = this.route.readPool() ? this.route.workers : 1;
     if (parts === 1) return whole();
-    const top = (this.warm().query(`SELECT max(rowid) AS m FROM ${searchTextTable(resource)}`).get() as { m: number | null }).m ?? 0;
+    const top = (this.route.warm().query(`SELECT max(rowid) AS m FROM ${searchTextTable(resource)}`).get() as { m: number | null }).m ?? 0;
     const before = this.commitMark();
     const bounds = Array.from({ length: parts + 1 }, (_, i) => (i === parts ? top : Math.floor((top * i) / parts)));
     // One query for the caller's bound, however many parts it runs in.
-    this.readPool()?.admit(caller);
-    const counts = await Promise.all(bounds.slice(1).map((hi, i) => this.readGet<{ n: number }>(sql, [bounds[i], hi, pattern], false, { caller, admitted: true })));
+    this.route.readPool()?.admit(caller);
+    const counts = await Promise.all(bounds.slice(1).map((hi, i) => this.route.readGet<{ n: number }>(sql, [bounds[i], hi, pattern], false, { caller, admitted: true })));
     // Past `top` too: rows created since are counted in the one-query answer.
     if (this.commitMark() !== before) return whole(true);
     return counts.reduce((a, r) => a + r!.n, 0);
@@ -498,7 +440,7 @@ export class SqliteStore implements Store {
   private readonly countsReady = new Set<string>();
   private countedReady(resource: string): boolean {
     if (this.countsReady.has(resource)) return true;
-    const ok = this.warm().query("SELECT 1 FROM _resd_derived WHERE resource = ? AND kind = 'counts'").get(resource) !== null;
+    const ok = this.route.warm().query("SELECT 1 FROM _resd_derived WHERE resource = ? AND kind = 'counts'").get(resource) !== null;
     if (ok) this.countsReady.add(resource);
     return ok;
   }
@@ -525,7 +467,7 @@ export class SqliteStore implements Store {
     const seen = this.countsSeen.get(key);
     if (seen !== undefined) return seen;
     const keys = c.negate ? ["", ...c.keys] : c.keys;
-    const rows = this.warm().query(`SELECT key, n FROM _resd_counts WHERE resource = ? AND key IN (${keys.map(() => "?").join(", ")})`)
+    const rows = this.route.warm().query(`SELECT key, n FROM _resd_counts WHERE resource = ? AND key IN (${keys.map(() => "?").join(", ")})`)
       .all(resource, ...keys) as { key: string; n: number }[];
     const sum = rows.filter((r) => r.key !== "").reduce((a, r) => a + r.n, 0);
     const n = c.negate ? (rows.find((r) => r.key === "")?.n ?? 0) - sum : sum;
@@ -543,7 +485,7 @@ export class SqliteStore implements Store {
 
   async lastChange(resource: string): Promise<number> {
     return this.remember(changeKey(resource),
-      async () => (this.warm().query("SELECT changed_ms FROM _resd_changes WHERE resource = ?").get(resource) as { changed_ms: number } | null)?.changed_ms ?? 0,
+      async () => (this.route.warm().query("SELECT changed_ms FROM _resd_changes WHERE resource = ?").get(resource) as { changed_ms: number } | null)?.changed_ms ?? 0,
       undefined, () => ({ kind: "any", resource }));
   }
 
@@ -591,7 +533,7 @@ export class SqliteStore implements Store {
 
   async close(): Promise<void> {
     while (this.draining || this.drainScheduled || this.queue.length) await Bun.sleep(5);
-    this.pool?.close();
+    this.route.close();
     await this.checkpointer?.stop();
     this.reader.close();
     // Workers end asynchronously, and a reader still inside a query keeps the WAL in use: retry the
