@@ -15,42 +15,22 @@ import { AppError } from "../errors";
 import type { ResourceDef } from "../definitions/types";
 import { sqliteDialect } from "./dialect";
 import { Checkpointer, FALLBACK_AUTOCHECKPOINT_PAGES, WAL_SIZE_LIMIT, type CheckpointerOptions } from "./checkpointer";
-import { countCaptureSql, flushCounts, flushSearchIndex, migrateInternal, searchTable, searchTextTable, syncResource } from "./sqlite-schema";
+import { countCaptureSql, flushCounts, flushSearchIndex, migrateInternal, searchTextTable, syncResource } from "./sqlite-schema";
 import { SqliteJobs, insertJob } from "./sqlite-jobs";
 import { SqliteAccessStore } from "./access-sqlite";
 import { BoundedMemo, CommitMemo, DEFAULT_CACHE_BYTES, listShare, memoShare, recordShare, rowBytes, type FilterTag, type MemoTag, type ResourceWrite } from "./memo";
 import { RecordCache, type ChangedRecords } from "./record-cache";
 import { equalitiesOf, equalityFields, reviseAnswers } from "./sqlite-revise";
 import { SqliteReadRoute, configure } from "./sqlite-read-route";
+import { SqliteCounts } from "./sqlite-counts";
+import { SqliteSearch } from "./sqlite-search";
 import { COLS, SqliteReads } from "./sqlite-reads";
-import { GramLists, intersect } from "./gram-lists";
+import { GramLists } from "./gram-lists";
 import type { AccessStore, CompiledQuery, DetachedReads, HistoryEntry, SchemaChange, SqlValue, Store, StoreNow, StoreTx, StoredRecord, TxOptions } from "./types";
 
 const BATCH = 512;
 /** Rows per cached page (larger pages are not kept). */
 const PAGE_CACHE_ROWS = 200;
-/** A trigram held by at most this many records makes a search cheap enough to run without a worker (~0.3 ms). */
-const RARE_TRIGRAM = 5000;
-/** A trigram held by more records than this is not read into a kept list (see GramLists). */
-const LISTED_TRIGRAM = 20_000;
-/** Trigrams of one search term whose record counts are looked at. */
-const MAX_GRAMS = 16;
-/** Candidates few enough to read their rows without a worker. */
-const FEW_CANDIDATES = 2000;
-/** A search whose candidates exceed this is "common": its pages are read by scanning in order. */
-const COMMON_TERM = 2000;
-/** A rarest trigram held by more records than this makes a term common without asking the index. */
-const MAX_CANDIDATES = 50_000;
-/** How long a trigram's record count is trusted for choosing a search plan (it only steers). */
-const GRAM_TTL_MS = 60_000;
-
-/** The trigrams of a term as the index cuts text: three characters (code points) each. */
-function trigrams(term: string): string[] {
-  const chars = Array.from(term);
-  const out: string[] = [];
-  for (let i = 0; i + 3 <= chars.length; i++) out.push(chars.slice(i, i + 3).join(""));
-  return out;
-}
 /** A page walking an index in order runs in place when it reads at most this many rows. */
 const BOUNDED_ROWS = 1000;
 /** From this offset on, a page first finds its row ids, then reads only those rows. */
@@ -117,6 +97,8 @@ export class SqliteStore implements Store {
   private checkpointer: Checkpointer | null = null;
   /** Where a read runs: in place on the warm connection, or on a read worker. */
   private readonly route: SqliteReadRoute;
+  private readonly counts: SqliteCounts;
+  private readonly search: SqliteSearch;
 
   constructor(readonly path: string, opts: { cacheMaxBytes?: number; readWorkers?: number; queryBudgetMs?: number; maxQueriesPerCaller?: number; mmapSize?: number; checkpoints?: CheckpointerOptions } = {}) {
     // One budget for single records, pages and totals, and the search index's row ids per trigram.
@@ -150,6 +132,8 @@ export class SqliteStore implements Store {
     this.reader = new Database(path, { readonly: true, strict: true });
     configure(this.reader, 5000, 32);
     this.route = new SqliteReadRoute(path, this.writer, this.reader, readWorkers, opts.queryBudgetMs ?? 10_000, opts.maxQueriesPerCaller ?? 0);
+    this.counts = new SqliteCounts(this.route, this.memo, () => this.version());
+    this.search = new SqliteSearch(this.route, this.memo, this.gramLists, this.counts);
     this.reads = new SqliteReads(this.reader, this.dialect);
     this.writerReads = new SqliteReads(this.writer, this.dialect);
     // The writer's data_version moves only when another connection commits (another process):
@@ -237,61 +221,14 @@ export class SqliteStore implements Store {
   async page(resource: string, q: CompiledQuery): Promise<StoredRecord[]> {
     // Past the end of a maintained total there is nothing to read (without this, SQLite would step
     // through every match to find that out).
-    if (q.counted && q.offset > 0 && this.countedReady(resource) && this.maintainedCount(resource, q.counted) <= q.offset) return [];
-    const [sql, args] = this.selectSql(resource, await this.planSearch(q));
+    if (q.counted && q.offset > 0 && this.counts.countedReady(resource) && this.counts.maintainedCount(resource, q.counted) <= q.offset) return [];
+    const [sql, args] = this.selectSql(resource, await this.search.planSearch(q));
     // A search page depends on the search index too: it goes with any write of the resource.
     const tag = (rows: StoredRecord[]): MemoTag => q.search || q.limit === null ? { kind: "any", resource }
       : { kind: "rows", resource, filter: filterTag(q), order: q.order, orderKey: JSON.stringify(q.order ?? null), offset: q.offset, limit: q.limit, full: rows.length > 0 && rows.length === q.limit };
     return this.remember(BoundedMemo.key("page", sql, JSON.stringify(args)),
       () => this.route.readAll<StoredRecord>(sql, args, q.small || this.bounded(sql, args, q), { caller: q.caller }),
       (rows) => (rows.length <= PAGE_CACHE_ROWS ? rows.reduce((n, r) => n + rowBytes(r), 0) : null), tag);
-  }
-
-  /**
-   * Search through the index without its slow path. The trigram index's own LIKE intersects the
-   * doclists of every trigram of the term, some of which hold most records ("num" of "number 42");
-   * instead the rarest trigrams (their record counts are read once from the index's vocabulary and
-   * kept) give a small set of candidates, and the row-level condition decides. A term whose rarest
-   * trigram is common, or a term shorter than a trigram, is answered by scanning the rows in order
-   * (a page of a common term fills at once; its total is counted off the event loop and kept until
-   * the next commit).
-   */
-  private async planSearch(q: CompiledQuery, counting = false): Promise<CompiledQuery> {
-    if (!q.search) return q;
-    const { resource, term, scan } = q.search;
-    const asScan = { ...q, where: scan.where, args: scan.args, search: undefined };
-    const grams = [...new Set(trigrams(term))];
-    if (!grams.length) return asScan;
-    const ascii = grams.filter((g) => /^[\x20-\x7e]{3}$/.test(g));
-    // Each uncached trigram costs a bounded count (up to 3 ms): a long term is judged by an even
-    // spread of at most MAX_GRAMS of them, so no search holds the event loop for long.
-    const judged = ascii.length <= MAX_GRAMS ? ascii : Array.from({ length: MAX_GRAMS }, (_, i) => ascii[Math.floor((i * ascii.length) / MAX_GRAMS)]);
-    const known = judged.map((g) => ({ g, docs: this.gramDocs(resource, g.toLowerCase()) }));
-    known.sort((a, b) => a.docs - b.docs);
-    if (known.length && known[0].docs > MAX_CANDIDATES) return asScan;
-    const picked = (known.length ? known.map((k) => k.g) : grams).slice(0, 3);
-    const match = picked.map((g) => `"${g.replace(/"/g, '""')}"`).join(" AND ");
-    // A rare trigram bounds every step to a few rows: handing them to a worker and back would cost
-    // more than running them (three worker round trips made a search for one record 8 ms).
-    const rare = known.length > 0 && known[0].docs <= RARE_TRIGRAM;
-    const rest = scan.where.replace(/^WHERE /, "");
-    // A total asks the index inside its own counting statement, so it is of one state (candidates
-    // kept from another worker call may be from before a commit that landed since). It needs no
-    // candidate list: the rarest trigram bounds their number.
-    if (counting) {
-      const where = `WHERE id IN (SELECT rowid FROM ${searchTable(resource)} WHERE ${searchTable(resource)} MATCH ?) AND ${rest}`;
-      return { ...q, where, args: [match, ...scan.args], search: undefined, small: known.length > 0 && known[0].docs <= FEW_CANDIDATES };
-    }
-    // Any of a term's trigrams bounds its candidates, so lists too long to keep are left out of the
-    // intersection rather than read (the row-level condition decides either way).
-    const listed = known.filter((k) => k.docs <= LISTED_TRIGRAM).slice(0, 3);
-    const ids = listed.length ? await this.gramCandidates(resource, listed, q.caller)
-      : await this.remember(BoundedMemo.key("candidates", resource, match),
-        async () => (await this.route.readAll<{ id: number }>(`SELECT rowid AS id FROM ${searchTable(resource)} WHERE ${searchTable(resource)} MATCH ?`, [match], rare, { caller: q.caller })).map((r) => r.id),
-        (v) => v.length * 16, () => ({ kind: "any", resource }));
-    // Most records match: a page is read in order faster than sorting every candidate.
-    if (ids.length > COMMON_TERM && q.limit !== null && q.offset < COMMON_TERM) return asScan;
-    return { ...q, where: `WHERE id IN (SELECT value FROM json_each(?)) AND ${rest}`, args: [JSON.stringify(ids), ...scan.args], search: undefined, small: ids.length <= FEW_CANDIDATES };
   }
 
   /** Verdicts of `bounded` per page SQL (a handful of shapes per resource; emptied if it grows). */
@@ -322,41 +259,6 @@ export class SqliteStore implements Store {
       this.plans.set(sql, ok);
     }
     return ok;
-  }
-
-  /** Records holding every one of a term's rarest ASCII trigrams: the intersection of their kept lists. */
-  private async gramCandidates(resource: string, picked: { g: string; docs: number }[], caller?: string): Promise<number[]> {
-    return intersect(await Promise.all(picked.map(({ g, docs }) => this.gramList(resource, g.toLowerCase(), docs, caller))));
-  }
-
-  /** The ids of records whose search text holds `gram`, ascending; read from the index once, then kept (see GramLists). */
-  private async gramList(resource: string, gram: string, docs: number, caller?: string): Promise<ArrayLike<number>> {
-    const kept = this.gramLists.get(resource, gram);
-    if (kept) return kept;
-    const gen = this.gramLists.generation(resource);
-    const fts = searchTable(resource);
-    // One JSON text crosses from a worker (and out of SQLite) for less than thousands of row objects.
-    const [row] = await this.route.readAll<{ ids: string }>(`SELECT json_group_array(id) AS ids FROM (SELECT rowid AS id FROM ${fts} WHERE ${fts} MATCH ? ORDER BY rowid)`, [`"${gram.replace(/"/g, '""')}"`], docs <= RARE_TRIGRAM, { caller });
-    const ids = JSON.parse(row!.ids) as number[];
-    return this.gramLists.put(resource, gram, ids, gen) ?? ids;
-  }
-
-  /** Records whose search text holds a trigram (at most MAX_CANDIDATES + 1); kept a while (it only steers). */
-  private readonly gramCache = new Map<string, { docs: number; at: number }>();
-  private gramDocs(resource: string, gram: string): number {
-    const list = this.gramLists.get(resource, gram);
-    if (list) return list.length;
-    const key = `${resource}\0${gram}`;
-    const hit = this.gramCache.get(key);
-    if (hit && performance.now() - hit.at < GRAM_TTL_MS) return hit.docs;
-    // Counted in the index, up to one past the most candidates a search reads: bounded work (0.3 ms
-    // for a rare trigram, 3 ms for one in every record), where the index's vocabulary table scanned
-    // all its terms for each lookup (19 ms on 1M records).
-    const fts = searchTable(resource);
-    const docs = (this.route.warm().query(`SELECT count(*) AS n FROM (SELECT 1 FROM ${fts} WHERE ${fts} MATCH ? LIMIT ?)`).get(`"${gram.replace(/"/g, '""')}"`, MAX_CANDIDATES + 1) as { n: number }).n;
-    if (this.gramCache.size > 10_000) this.gramCache.clear();
-    this.gramCache.set(key, { docs, at: performance.now() });
-    return docs;
   }
 
   private remember<T>(key: string, compute: () => Promise<T>, size?: (v: T) => number | null, tag?: (v: T) => MemoTag): Promise<T> {
@@ -391,16 +293,16 @@ export class SqliteStore implements Store {
 
   async count(resource: string, q: Pick<CompiledQuery, "where" | "args" | "counted" | "search" | "small" | "caller">): Promise<number> {
     // A total kept by the write transaction is one lookup, exact under any write load.
-    if (q.counted && this.countedReady(resource)) return this.maintainedCount(resource, q.counted);
+    if (q.counted && this.counts.countedReady(resource)) return this.counts.maintainedCount(resource, q.counted);
     // A total of a search depends on the search index too: it goes with any write of the resource.
     const asked = q;
     const tag = (): MemoTag => (asked.search ? { kind: "any", resource } : { kind: "count", resource, filter: filterTag(asked) });
     if (q.search) {
-      const planned = await this.planSearch({ ...q, orderBy: "", limit: null, offset: 0 }, true);
+      const planned = await this.search.planSearch({ ...q, orderBy: "", limit: null, offset: 0 }, true);
       // A term too common (or too short) for the index, and nothing else to filter by.
       if (q.search.alone && planned.where === q.search.scan.where) {
         const term = q.search.term;
-        return this.remember(BoundedMemo.key("count-text", resource, term), () => this.countText(resource, term, q.caller), undefined, tag);
+        return this.remember(BoundedMemo.key("count-text", resource, term), () => this.search.countText(resource, term, q.caller), undefined, tag);
       }
       q = planned;
     }
@@ -409,70 +311,6 @@ export class SqliteStore implements Store {
     return this.remember(BoundedMemo.key("count", resource, q.where, JSON.stringify(q.args)),
       async () => (await this.route.readGet<{ n: number }>(`SELECT count(*) AS n FROM ${this.dialect.table(resource)} ${q.where}`, q.args, q.small, { caller: q.caller }))!.n,
       undefined, tag);
-  }
-
-  /**
-   * Records whose search text holds `term`, by a scan of the index's text instead of the records
-   * (the text is kept in the records' own transactions; a term holds no LIKE wildcard, escape or
-   * value separator, so a match in the joined text is a match in one value, as the row-level
-   * search decides). The read workers each count a part of the row ids at once; should a commit
-   * land meanwhile, the parts may come from different states, so the count is taken again in one
-   * query instead.
-   */
-  private async countText(resource: string, term: string, caller?: string): Promise<number> {
-    const sql = `SELECT count(*) AS n FROM ${searchTextTable(resource)} WHERE rowid > ? AND rowid <= ? AND c0 LIKE ? ESCAPE '\\'`;
-    const pattern = `%${term}%`;
-    const whole = async (admitted = false) => (await this.route.readGet<{ n: number }>(sql, [0, Number.MAX_SAFE_INTEGER, pattern], false, { caller, admitted }))!.n;
-    const parts = this.route.readPool() ? this.route.workers : 1;
-    if (parts === 1) return whole();
-    const top = (this.route.warm().query(`SELECT max(rowid) AS m FROM ${searchTextTable(resource)}`).get() as { m: number | null }).m ?? 0;
-    const before = this.commitMark();
-    const bounds = Array.from({ length: parts + 1 }, (_, i) => (i === parts ? top : Math.floor((top * i) / parts)));
-    // One query for the caller's bound, however many parts it runs in.
-    this.route.readPool()?.admit(caller);
-    const counts = await Promise.all(bounds.slice(1).map((hi, i) => this.route.readGet<{ n: number }>(sql, [bounds[i], hi, pattern], false, { caller, admitted: true })));
-    // Past `top` too: rows created since are counted in the one-query answer.
-    if (this.commitMark() !== before) return whole(true);
-    return counts.reduce((a, r) => a + r!.n, 0);
-  }
-
-  /** Resources whose maintained counts exist (the schema sync records them in _resd_derived). */
-  private readonly countsReady = new Set<string>();
-  private countedReady(resource: string): boolean {
-    if (this.countsReady.has(resource)) return true;
-    const ok = this.route.warm().query("SELECT 1 FROM _resd_derived WHERE resource = ? AND kind = 'counts'").get(resource) !== null;
-    if (ok) this.countsReady.add(resource);
-    return ok;
-  }
-
-  /**
-   * Maintained totals read since the last commit of this process or another: a page of a counted
-   * filter asks one for its total and one to know where the list ends, on every request.
-   */
-  private readonly countsSeen = new Map<string, number>();
-  private countsAt = "";
-
-  /** Changes with every commit, of this process (the memo counts them) or another (data_version). */
-  private commitMark(): string {
-    return `${this.memo.commits}:${this.version()}`;
-  }
-
-  private maintainedCount(resource: string, c: { keys: string[]; negate: boolean }): number {
-    const at = this.commitMark();
-    if (at !== this.countsAt) {
-      this.countsSeen.clear();
-      this.countsAt = at;
-    }
-    const key = `${resource}\u0000${c.negate}\u0000${c.keys.join("\u0000")}`;
-    const seen = this.countsSeen.get(key);
-    if (seen !== undefined) return seen;
-    const keys = c.negate ? ["", ...c.keys] : c.keys;
-    const rows = this.route.warm().query(`SELECT key, n FROM _resd_counts WHERE resource = ? AND key IN (${keys.map(() => "?").join(", ")})`)
-      .all(resource, ...keys) as { key: string; n: number }[];
-    const sum = rows.filter((r) => r.key !== "").reduce((a, r) => a + r.n, 0);
-    const n = c.negate ? (rows.find((r) => r.key === "")?.n ?? 0) - sum : sum;
-    if (this.countsSeen.size < 1000) this.countsSeen.set(key, n);
-    return n;
   }
 
   async findBy(resource: string, field: string, value: SqlValue, except?: string): Promise<StoredRecord | null> {
