@@ -1,9 +1,13 @@
 /**
  * SQLite adapter of the store. Two connections: one writer, used only inside transactions, and one
  * reader, which therefore never sees uncommitted data. Writes are group-committed: transactions that
- * queue while one commits run together in the next BEGIN…COMMIT, each inside its own SAVEPOINT, so a
- * failing one rolls back alone. One transaction per insert is the wall for create throughput; this
- * shares one commit between all requests waiting at that moment.
+ * queue while one commits run together in the next BEGIN…COMMIT (sqlite-commit.ts, each job writing
+ * through the transaction object of sqlite-tx.ts).
+ *
+ * This file opens and configures the connections and wires the parts; it answers single records,
+ * pages, totals and the other reads, which run where sqlite-read-route.ts sends them (in place or
+ * on a read worker), with maintained totals from sqlite-counts.ts and search plans from
+ * sqlite-search.ts.
  *
  * Rule for callers: a transaction body only awaits the store. Anything slow (password hashing,
  * file I/O, HTTP) happens before the transaction starts.
@@ -11,24 +15,24 @@
 import { Database, type Statement } from "bun:sqlite";
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
-import { AppError } from "../errors";
 import type { ResourceDef } from "../definitions/types";
 import { sqliteDialect } from "./dialect";
 import { Checkpointer, FALLBACK_AUTOCHECKPOINT_PAGES, WAL_SIZE_LIMIT, type CheckpointerOptions } from "./checkpointer";
-import { countCaptureSql, flushCounts, flushSearchIndex, migrateInternal, searchTextTable, syncResource } from "./sqlite-schema";
-import { SqliteJobs, insertJob } from "./sqlite-jobs";
+import { migrateInternal, syncResource } from "./sqlite-schema";
+import { SqliteJobs } from "./sqlite-jobs";
 import { SqliteAccessStore } from "./access-sqlite";
-import { BoundedMemo, CommitMemo, DEFAULT_CACHE_BYTES, listShare, memoShare, recordShare, rowBytes, type FilterTag, type MemoTag, type ResourceWrite } from "./memo";
-import { RecordCache, type ChangedRecords } from "./record-cache";
-import { equalitiesOf, equalityFields, reviseAnswers } from "./sqlite-revise";
+import { BoundedMemo, CommitMemo, DEFAULT_CACHE_BYTES, listShare, memoShare, recordShare, rowBytes, type FilterTag, type MemoTag } from "./memo";
+import { RecordCache } from "./record-cache";
+import { equalitiesOf, equalityFields } from "./sqlite-revise";
 import { SqliteReadRoute, configure } from "./sqlite-read-route";
 import { SqliteCounts } from "./sqlite-counts";
 import { SqliteSearch } from "./sqlite-search";
+import { SqliteTxWrites } from "./sqlite-tx";
+import { SqliteWriteQueue } from "./sqlite-commit";
 import { COLS, SqliteReads } from "./sqlite-reads";
 import { GramLists } from "./gram-lists";
 import type { AccessStore, CompiledQuery, DetachedReads, HistoryEntry, SchemaChange, SqlValue, Store, StoreNow, StoreTx, StoredRecord, TxOptions } from "./types";
 
-const BATCH = 512;
 /** Rows per cached page (larger pages are not kept). */
 const PAGE_CACHE_ROWS = 200;
 /** A page walking an index in order runs in place when it reads at most this many rows. */
@@ -45,28 +49,6 @@ function filterTag(q: Pick<CompiledQuery, "where" | "args">): FilterTag {
 // A resource name is short and bounded: no digest needed (two lookups on every request).
 const changeKey = (resource: string) => `change\u0000${resource}`;
 
-type Job = { fn: (tx: StoreTx) => Promise<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void; alone: boolean };
-type Settled = { job: Job; ok: boolean; value: unknown; after: (() => void)[] };
-
-/** Maps constraint failures to domain errors; everything else stays an internal error. */
-function mapWriteError(e: unknown, resource: string, uuid: string): never {
-  const msg = (e as Error).message ?? "";
-  if (/UNIQUE constraint failed: .*\.uuid/.test(msg)) throw new AppError(409, "RESOURCE_EXISTS", `${resource}/${uuid} already exists`);
-  const m = /UNIQUE constraint failed: index '[^']*unique:([^']+)'/.exec(msg);
-  if (m) throw new AppError(422, "INVALID_DATA", "one or more fields are invalid", { errors: { [m[1]]: "this value is already used by another record" } });
-  throw e;
-}
-
-/** Rows of a statement of its own, finalized however the caller stops reading. */
-async function* rowsOf<T>(db: Database, sql: string): AsyncIterable<T> {
-  const stmt = db.prepare(sql);
-  try {
-    yield* stmt.iterate() as IterableIterator<T>;
-  } finally {
-    stmt.finalize();
-  }
-}
-
 export class SqliteStore implements Store {
   readonly dialect = sqliteDialect;
   readonly jobs = new SqliteJobs(this);
@@ -78,14 +60,6 @@ export class SqliteStore implements Store {
   private readonly reader: Database;
   private readonly reads: SqliteReads;
   private readonly writerReads: SqliteReads;
-  private queue: Job[] = [];
-  /** A drain is waiting for the end of this turn of the event loop, or running. */
-  private drainScheduled = false;
-  private draining = false;
-  /** Writes queued so far in this turn of the event loop, and in the last turn that had any. */
-  private arrivals = 0;
-  private lastTurnArrivals = 0;
-  private turnMarked = false;
   /** Cached answers: revised by our own commits, all dropped by another process's (see CommitMemo). */
   private readonly memo: CommitMemo;
   private readonly gramLists: GramLists;
@@ -99,6 +73,9 @@ export class SqliteStore implements Store {
   private readonly route: SqliteReadRoute;
   private readonly counts: SqliteCounts;
   private readonly search: SqliteSearch;
+  /** The transaction's write side, and the queue that group-commits transactions. */
+  private readonly txWrites: SqliteTxWrites;
+  private readonly writeQueue: SqliteWriteQueue;
 
   constructor(readonly path: string, opts: { cacheMaxBytes?: number; readWorkers?: number; queryBudgetMs?: number; maxQueriesPerCaller?: number; mmapSize?: number; checkpoints?: CheckpointerOptions } = {}) {
     // One budget for single records, pages and totals, and the search index's row ids per trigram.
@@ -117,7 +94,7 @@ export class SqliteStore implements Store {
     }
     this.writer = new Database(path, { create: true, strict: true });
     this.writer.exec(`PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA journal_size_limit=${WAL_SIZE_LIMIT}; PRAGMA foreign_keys=OFF;`);
-    // The writer waits briefly inside SQLite and otherwise yields (see begin()), so another process
+    // The writer waits briefly inside SQLite and otherwise yields (see SqliteWriteQueue.begin), so another process
     // holding the write lock (a CLI import) never freezes the server's event loop.
     // Only a server (it has read workers) serves short reads at a rate where the mapping pays.
     configure(this.writer, 50, 64, readWorkers > 0 ? (opts.mmapSize ?? 0) : 0);
@@ -136,8 +113,10 @@ export class SqliteStore implements Store {
     this.search = new SqliteSearch(this.route, this.memo, this.gramLists, this.counts);
     this.reads = new SqliteReads(this.reader, this.dialect);
     this.writerReads = new SqliteReads(this.writer, this.dialect);
+    this.txWrites = new SqliteTxWrites(this.writer, this.dialect);
+    this.writeQueue = new SqliteWriteQueue(this.writer, this.dialect, this.txWrites, this.checkpointer, this.records, this.memo, this.gramLists);
     // The writer's data_version moves only when another connection commits (another process):
-    // this process's own commits revise the memo themselves (see runBatch).
+    // this process's own commits revise the memo themselves (see SqliteWriteQueue.runBatch).
     this.versionStmt = this.writer.query("PRAGMA data_version");
   }
 
@@ -163,7 +142,7 @@ export class SqliteStore implements Store {
 
   async syncSchema(defs: Iterable<ResourceDef>): Promise<SchemaChange[]> {
     const all = [...defs];
-    this.captureStmts.clear();
+    this.txWrites.schemaChanged();
     try {
       return await this.transaction(async () => all.flatMap((d) => syncResource(this.writer, d, this.dialect)));
     } finally {
@@ -370,7 +349,7 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
-    while (this.draining || this.drainScheduled || this.queue.length) await Bun.sleep(5);
+    while (this.writeQueue.busy) await Bun.sleep(5);
     this.route.close();
     await this.checkpointer?.stop();
     this.reader.close();
@@ -392,331 +371,8 @@ export class SqliteStore implements Store {
     return this.reader;
   }
 
-  /**
-   * Queues a transaction. It commits at the end of this turn of the event loop, with every write
-   * queued meanwhile (requests already read from their sockets join instead of each paying for a
-   * commit of its own), or as soon as about as many writes wait as the last busy turn brought
-   * (three quarters of them).
-   *
-   * Committing early matters under load: an answer sent at the end of a turn reaches its client
-   * after the event loop has looked at its sockets again, so that client's next request waits a
-   * whole turn more. Creates from 8 clients among 32 readers went from 1,750-1,850 to 2,100-2,200
-   * per second this way (bench/records/mixed.sh), at the cost of a second commit per turn.
-   */
+  /** Queued, and committed with the other writes queued meanwhile (see SqliteWriteQueue.transaction). */
   transaction<T>(fn: (tx: StoreTx) => Promise<T>, opts: TxOptions = {}): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject, alone: opts.alone ?? false });
-      this.countArrival();
-      if (this.draining) return;
-      if (this.queue.length >= this.earlyBatch()) queueMicrotask(() => void this.drain());
-      else if (!this.drainScheduled) {
-        this.drainScheduled = true;
-        setImmediate(() => {
-          this.drainScheduled = false;
-          void this.drain();
-        });
-      }
-    });
-  }
-
-  private countArrival(): void {
-    this.arrivals++;
-    if (this.turnMarked) return;
-    this.turnMarked = true;
-    setImmediate(() => {
-      this.turnMarked = false;
-      this.lastTurnArrivals = this.arrivals;
-      this.arrivals = 0;
-    });
-  }
-
-  /** Writes worth a commit before the turn ends: three quarters of the last busy turn's, at least 2. */
-  private earlyBatch(): number {
-    return Math.max(2, Math.ceil((this.lastTurnArrivals * 3) / 4));
-  }
-
-  private async begin(): Promise<void> {
-    const deadline = Date.now() + 15_000;
-    for (;;) {
-      try {
-        this.writer.exec("BEGIN IMMEDIATE");
-        return;
-      } catch (e) {
-        if (!/locked|busy/i.test((e as Error).message) || Date.now() > deadline) {
-          throw new AppError(503, "SERVICE_UNAVAILABLE", "the database is busy (another process is writing, e.g. a long import); try again", { retryAfter: 5 });
-        }
-        await Bun.sleep(20);
-      }
-    }
-  }
-
-  private async drain(): Promise<void> {
-    // An early drain and the turn's own may both be on their way: one runs, the other finds it running.
-    if (this.draining) return;
-    this.draining = true;
-    try {
-      while (this.queue.length) {
-        // Between transactions: the checkpoint worker may need a moment without commits (see Checkpointer).
-        if (this.checkpointer?.wanted) await this.checkpointer.quiet();
-        const next = this.queue.findIndex((j, i) => j.alone && i > 0);
-        const n = this.queue[0]!.alone ? 1 : Math.min(BATCH, next < 0 ? this.queue.length : next);
-        await this.runBatch(this.queue.splice(0, n));
-      }
-    } finally {
-      this.draining = false;
-    }
-  }
-
-  /** One BEGIN…COMMIT for a batch; every job settles, whatever fails. */
-  private async runBatch(batch: Job[]): Promise<void> {
-    try {
-      await this.begin();
-    } catch (e) {
-      batch.forEach((j) => j.reject(e));
-      return;
-    }
-    const done: Settled[] = [];
-    const touched = new Set<string>();
-    let writes = new Map<string, ResourceWrite>();
-    let changed: ChangedRecords = new Map();
-    this.forgetWrites();
-    // A job alone needs no savepoint: its failure rolls back the transaction, which holds nothing
-    // else. A savepoint makes SQLite copy every page it first changes (a large import's updates ran
-    // 6 times slower inside one).
-    const single = batch.length === 1;
-    try {
-      for (const job of batch) done.push(await this.runJob(job, touched, !single));
-      if (single && !done[0]!.ok) {
-        this.writer.exec("ROLLBACK");
-        this.forgetWrites();
-        done[0]!.job.reject(done[0]!.value);
-        return;
-      }
-      flushSearchIndex(this.writer, this.dialect, this.written, this.idsBefore);
-      flushCounts(this.writer, this.dialect, this.written, this.idsBefore, this.before);
-      writes = this.writesOf(touched);
-      changed = this.changed;
-      this.forgetWrites();
-      const now = Date.now();
-      const mark = this.writer.query("INSERT INTO _resd_changes (resource, changed_ms) VALUES (?, ?) ON CONFLICT(resource) DO UPDATE SET changed_ms = max(changed_ms + 1, excluded.changed_ms)");
-      for (const r of touched) mark.run(r, now);
-      this.writer.exec("COMMIT");
-    } catch (e) {
-      // The commit or the savepoint machinery itself failed (I/O, disk full): nothing of the batch
-      // stays, every request hears of it, and the writer is left outside any transaction.
-      if (this.writer.inTransaction) this.writer.exec("ROLLBACK");
-      this.forgetWrites();
-      const failure = new AppError(500, "INTERNAL_ERROR", `the write failed: ${(e as Error).message}`);
-      done.forEach((d) => d.job.reject(d.ok ? failure : d.value));
-      batch.slice(done.length).forEach((j) => j.reject(failure));
-      return;
-    }
-    this.revise(writes, changed);
-    for (const d of done) {
-      if (d.ok) d.job.resolve(d.value);
-      else d.job.reject(d.value);
-    }
-    for (const d of done) for (const fn of d.after) queueMicrotask(fn);
-  }
-
-  /** One job, in its own savepoint when others share the transaction: its failure rolls back only its own writes. */
-  private async runJob(job: Job, touched: Set<string>, savepoint: boolean): Promise<Settled> {
-    const after: (() => void)[] = [];
-    if (savepoint) this.writer.query("SAVEPOINT job").run();
-    try {
-      const value = await job.fn(this.txFor(touched, after));
-      if (savepoint) this.writer.query("RELEASE job").run();
-      return { job, ok: true, value, after };
-    } catch (e) {
-      if (savepoint) this.writer.exec("ROLLBACK TO job; RELEASE job");
-      return { job, ok: false, value: e, after: [] };
-    }
-  }
-
-
-  private historyStmt: Statement | null = null;
-  private creationStmt: Statement | null = null;
-  /**
-   * Ids of records that existed before the open transaction and were written in it, per resource
-   * (null: all of them), for the search index and counts. Rows above `idsBefore` are all new in the
-   * transaction and taken as a range: an import of a million rows notes no id.
-   */
-  private readonly written = new Map<string, Set<number> | null>();
-  private noteWritten(resource: string, id: number | bigint | undefined): void {
-    if (id === undefined) return;
-    let ids = this.written.get(resource);
-    if (ids === null) return;
-    if (!ids) this.written.set(resource, (ids = new Set()));
-    if (Number(id) <= this.idsBefore.get(resource)!) ids.add(Number(id));
-  }
-
-  /**
-   * Kept records, cached answers and search lists after a commit of ours (see RecordCache.committed,
-   * CommitMemo.committed, GramLists.committed). The write is done: should revising fail, everything
-   * kept goes (always correct) and the write still succeeds.
-   */
-  private revise(writes: Map<string, ResourceWrite>, changed: ChangedRecords): void {
-    try {
-      this.records.committed(changed);
-      this.memo.committed(writes, (resource, newAbove, groups, get) => reviseAnswers(this.writer, this.dialect.table(resource), newAbove, groups, get));
-      for (const [resource, w] of writes) {
-        this.gramLists.committed(resource, w === "rewritten" ? null : w.newAbove, (above, limit) =>
-          this.writer.query(`SELECT rowid AS id, c0 AS text FROM ${searchTextTable(resource)} WHERE rowid > ? ORDER BY rowid LIMIT ?`).all(above, limit) as { id: number; text: string }[]);
-      }
-    } catch (e) {
-      this.memo.dropAll();
-      this.gramLists.dropAll();
-      this.records.dropAll();
-      console.error(`resd: cached answers dropped after a commit (revising them failed): ${(e as Error).stack ?? e}`);
-    }
-  }
-
-  /** Per resource written in the open transaction: only rows added (above which id), or more. */
-  private writesOf(touched: Set<string>): Map<string, ResourceWrite> {
-    const out = new Map<string, ResourceWrite>();
-    for (const r of touched) {
-      const ids = this.written.get(r);
-      const above = this.idsBefore.get(r);
-      out.set(r, ids && ids.size === 0 && above !== undefined ? { newAbove: above } : "rewritten");
-    }
-    return out;
-  }
-
-  /** Records the open transaction updated or deleted, per resource (null: all), for the record cache. */
-  private changed: ChangedRecords = new Map();
-  private noteChanged(resource: string, uuid: string): void {
-    const uuids = this.changed.get(resource);
-    if (uuids === null) return;
-    if (uuids) uuids.add(uuid);
-    else this.changed.set(resource, new Set([uuid]));
-  }
-
-  /** What the open transaction noted for its derived data (search index, counts): nothing yet. */
-  private forgetWrites(): void {
-    this.changed = new Map();
-    this.written.clear();
-    this.idsBefore.clear();
-    this.before.clear();
-  }
-
-  /** Per resource written in the open transaction, its largest row id before it (rows above were never indexed). */
-  private readonly idsBefore = new Map<string, number>();
-  private markStart(resource: string): void {
-    if (this.idsBefore.has(resource)) return;
-    const row = this.writer.query(`SELECT max(id) AS m FROM ${this.dialect.table(resource)}`).get() as { m: number | null };
-    this.idsBefore.set(resource, row.m ?? 0);
-  }
-  /** Count keys of records as they were before the open transaction first changed them (see flushCounts). */
-  private readonly before = new Map<string, Map<number, string>>();
-  /** Per resource, the statement reading a row's count keys (null: no counts kept). Dropped with the schema. */
-  private readonly captureStmts = new Map<string, Statement | null>();
-  private captureBefore(resource: string, uuid: string): void {
-    const ids = this.written.get(resource);
-    if (ids === null) return; // the whole resource is recounted
-    let stmt = this.captureStmts.get(resource);
-    if (stmt === undefined) {
-      const sql = countCaptureSql(this.writer, resource, this.dialect);
-      this.captureStmts.set(resource, (stmt = sql ? this.writer.prepare(sql) : null));
-    }
-    if (!stmt) return;
-    const row = stmt.get(uuid) as { id: number; k: string } | null;
-    // Created in this transaction (never counted), or written earlier in it (what it was before is known already).
-    if (!row || row.id > this.idsBefore.get(resource)! || ids?.has(row.id)) return;
-    let seen = this.before.get(resource);
-    if (!seen) this.before.set(resource, (seen = new Map()));
-    if (!seen.has(row.id)) seen.set(row.id, row.k);
-    // Noted as written now, not after the write: a write a unique index refuses rolls back to its
-    // savepoint, and the commit must then count the row's keys as they are against the old ones
-    // (no change), not only take the old ones away.
-    this.noteWritten(resource, row.id);
-  }
-
-  private readonly writeStmts = new Map<string, Record<"get" | "insert" | "update" | "delete", Statement>>();
-  private writeStmtsFor(resource: string) {
-    let s = this.writeStmts.get(resource);
-    if (!s) {
-      const t = this.dialect.table(resource);
-      s = {
-        get: this.writer.prepare(`SELECT ${COLS} FROM ${t} WHERE uuid = ?`),
-        insert: this.writer.prepare(`INSERT INTO ${t} (${COLS}) VALUES (?, ?, ?, ?, ?, ?)`),
-        update: this.writer.prepare(`UPDATE ${t} SET data = ?, _modified = ?, _modified_by = ? WHERE uuid = ? RETURNING id`),
-        delete: this.writer.prepare(`DELETE FROM ${t} WHERE uuid = ? RETURNING id`),
-      };
-      this.writeStmts.set(resource, s);
-    }
-    return s;
-  }
-
-  private txFor(touched: Set<string>, after: (() => void)[]): StoreTx {
-    const w = this.writer;
-    const t = (r: string) => this.dialect.table(r);
-    const tx: StoreTx = {
-      get: async (resource, uuid) => this.writeStmtsFor(resource).get.get(uuid) as StoredRecord | null,
-      insert: async (resource, rec) => {
-        this.markStart(resource);
-        try {
-          const r = this.writeStmtsFor(resource).insert.run(rec.uuid, rec.data, rec._created, rec._modified, rec._created_by, rec._modified_by);
-          this.noteWritten(resource, r.lastInsertRowid);
-        } catch (e) {
-          mapWriteError(e, resource, rec.uuid);
-        }
-        touched.add(resource);
-      },
-      update: async (resource, rec) => {
-        this.markStart(resource);
-        this.captureBefore(resource, rec.uuid);
-        this.noteChanged(resource, rec.uuid);
-        try {
-          const r = this.writeStmtsFor(resource).update.get(rec.data, rec._modified, rec._modified_by, rec.uuid) as { id: number } | null;
-          this.noteWritten(resource, r?.id);
-        } catch (e) {
-          mapWriteError(e, resource, rec.uuid);
-        }
-        touched.add(resource);
-      },
-      delete: async (resource, uuid) => {
-        this.markStart(resource);
-        this.captureBefore(resource, uuid);
-        const r = this.writeStmtsFor(resource).delete.get(uuid) as { id: number } | null;
-        if (!r) return false;
-        this.noteChanged(resource, uuid);
-        this.noteWritten(resource, r.id);
-        touched.add(resource);
-        return true;
-      },
-      deleteAll: async (resource, history) => {
-        if (history) {
-          // Records never changed get their creation entry first, as any single delete would.
-          w.query(`INSERT INTO _resd_history (resource, uuid, action, at, user, data, _created)
-              SELECT ?1, r.uuid, 'create', r._created * 1000, r._created_by, r.data, r._created FROM ${t(resource)} r
-              WHERE NOT EXISTS (SELECT 1 FROM _resd_history h WHERE h.resource = ?1 AND h.uuid = r.uuid)`).run(resource);
-          w.query(`INSERT INTO _resd_history (resource, uuid, action, at, user, data, _created) SELECT ?, uuid, 'delete', ?, ?, data, _created FROM ${t(resource)}`)
-            .run(resource, history.at, history.user);
-        }
-        const n = w.query(`DELETE FROM ${t(resource)}`).run().changes;
-        this.written.set(resource, null);
-        this.changed.set(resource, null);
-        touched.add(resource);
-        return n;
-      },
-      addHistory: async (e) => {
-        (this.historyStmt ??= w.prepare("INSERT INTO _resd_history (resource, uuid, action, at, user, data, _created) VALUES (?, ?, ?, ?, ?, ?, ?)"))
-          .run(e.resource, e.uuid, e.action, e.at, e.user, e.data, e._created);
-      },
-      insertMany: async (resource, recs) => {
-        for (const rec of recs) await tx.insert(resource, rec);
-      },
-      readAll: (resource) => rowsOf<StoredRecord>(w, `SELECT ${COLS} FROM ${t(resource)} ORDER BY id`),
-      readHistory: () => rowsOf<HistoryEntry>(w, "SELECT * FROM _resd_history ORDER BY id"),
-      addCreationIfMissing: async (resource, row) => {
-        (this.creationStmt ??= w.prepare(`INSERT INTO _resd_history (resource, uuid, action, at, user, data, _created)
-            SELECT ?1, ?2, 'create', ?3, ?4, ?5, ?6 WHERE NOT EXISTS (SELECT 1 FROM _resd_history WHERE resource = ?1 AND uuid = ?2)`))
-          .run(resource, row.uuid, row._created * 1000, row._created_by, row.data, row._created);
-      },
-      lastChange: async (resource) => (w.query("SELECT changed_ms FROM _resd_changes WHERE resource = ?").get(resource) as { changed_ms: number } | null)?.changed_ms ?? 0,
-      afterCommit: (fn) => after.push(fn),
-      enqueueJob: async (job) => insertJob(w, job),
-    };
-    return tx;
+    return this.writeQueue.transaction(fn, opts);
   }
 }
