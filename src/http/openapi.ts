@@ -17,6 +17,8 @@ import { buildOpenApi } from "./openapi-doc";
 
 // The document follows the caller's permissions, so the page first asks for it; when the visitor is
 // not signed in (401) it shows a sign-in form (POST /api/v1/session, same origin) and then loads.
+// Its script and styles are files of their own: the page's policy allows no inline script or style
+// (see security-headers.ts).
 const page = `<!doctype html>
 <html lang="en">
 <head>
@@ -24,12 +26,7 @@ const page = `<!doctype html>
   <meta name="viewport" content="width=device-width, initial-scale=1">
   <title>resd API</title>
   <link rel="stylesheet" href="/swagger/swagger-ui.css">
-  <style>
-    #signin { max-width: 22rem; margin: 4rem auto; font-family: sans-serif; display: grid; gap: .6rem; }
-    #signin[hidden] { display: none; }
-    #signin input, #signin button { font-size: 1rem; padding: .5rem; }
-    #signin output { color: #b00020; min-height: 1.2em; }
-  </style>
+  <link rel="stylesheet" href="/swagger/page.css">
 </head>
 <body>
   <form id="signin" hidden>
@@ -42,25 +39,32 @@ const page = `<!doctype html>
   </form>
   <div id="swagger-ui"></div>
   <script src="/swagger/swagger-ui-bundle.js"></script>
-  <script>
-    const form = document.getElementById("signin");
-    async function load() {
-      const res = await fetch("/api/v1/openapi.json", { credentials: "same-origin" });
-      if (res.status === 401) { form.hidden = false; return; }
-      window.ui = SwaggerUIBundle({ spec: await res.json(), dom_id: "#swagger-ui" });
-    }
-    form.addEventListener("submit", async (e) => {
-      e.preventDefault();
-      const body = JSON.stringify(Object.fromEntries(new FormData(form)));
-      const res = await fetch("/api/v1/session", { method: "POST", headers: { "content-type": "application/json" }, body, credentials: "same-origin" });
-      if (!res.ok) { form.querySelector("output").textContent = (await res.json()).details || "sign-in failed"; return; }
-      form.hidden = true;
-      load();
-    });
-    load();
-  </script>
+  <script src="/swagger/page.js"></script>
 </body>
 </html>`;
+
+const pageCss = `#signin { max-width: 22rem; margin: 4rem auto; font-family: sans-serif; display: grid; gap: .6rem; }
+#signin[hidden] { display: none; }
+#signin input, #signin button { font-size: 1rem; padding: .5rem; }
+#signin output { color: #b00020; min-height: 1.2em; }
+`;
+
+const pageJs = `const form = document.getElementById("signin");
+async function load() {
+  const res = await fetch("/api/v1/openapi.json", { credentials: "same-origin" });
+  if (res.status === 401) { form.hidden = false; return; }
+  window.ui = SwaggerUIBundle({ spec: await res.json(), dom_id: "#swagger-ui" });
+}
+form.addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const body = JSON.stringify(Object.fromEntries(new FormData(form)));
+  const res = await fetch("/api/v1/session", { method: "POST", headers: { "content-type": "application/json" }, body, credentials: "same-origin" });
+  if (!res.ok) { form.querySelector("output").textContent = (await res.json()).details || "sign-in failed"; return; }
+  form.hidden = true;
+  load();
+});
+load();
+`;
 
 const asset = (path: string, type: string) => () =>
   new Response(Bun.file(path), { headers: { "content-type": type, "cache-control": "public, max-age=86400" } });
@@ -81,4 +85,7 @@ export const openApiRoutes = (site: Site) =>
       }), { parse: "none" })
     .get("/swagger", () => new Response(page, { headers: { "content-type": "text/html; charset=utf-8" } }))
     .get("/swagger/swagger-ui-bundle.js", asset(bundlePath as string, "text/javascript; charset=utf-8"))
-    .get("/swagger/swagger-ui.css", asset(cssPath as string, "text/css; charset=utf-8"));
+    .get("/swagger/swagger-ui.css", asset(cssPath as string, "text/css; charset=utf-8"))
+    // Checked again on every load (they are tiny), so a new release's page never runs an old script.
+    .get("/swagger/page.js", () => new Response(pageJs, { headers: { "content-type": "text/javascript; charset=utf-8", "cache-control": "no-cache" } }))
+    .get("/swagger/page.css", () => new Response(pageCss, { headers: { "content-type": "text/css; charset=utf-8", "cache-control": "no-cache" } }));

@@ -13,6 +13,7 @@ import { flushLogs, logEvent, logRequest, resolveLogFormat, setLogFormat } from 
 import { startHooks, stopHooks } from "../core/extensions/runtime";
 import { withCors } from "./cors";
 import { notingArrivals } from "./caller";
+import { withSecurityHeaders } from "./security-headers";
 import { normalizeTarget } from "./request-target";
 import { watchDefinitions } from "../core/definitions/watch";
 import { removeLeftovers } from "../core/leftovers";
@@ -168,8 +169,7 @@ export async function startServer(site: Site, opts: { quiet?: boolean; signals?:
     port: site.config.port,
     idleTimeout: 30,
     maxRequestBodySize: bodyCap(site.config.maxUpload),
-    routes: hotRoutes(site, all),
-    fetch: all,
+    ...withSecurityHeaders(site.config, { routes: hotRoutes(site, all), fetch: all }),
   });
   const releasePid = claimPidFile(site.config.dir);
   const upkeep = startUpkeep(site);
