@@ -94,8 +94,8 @@ export class SqliteStore implements Store {
     }
     this.writer = new Database(path, { create: true, strict: true });
     this.writer.exec(`PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA journal_size_limit=${WAL_SIZE_LIMIT}; PRAGMA foreign_keys=OFF;`);
-    // The writer waits briefly inside SQLite and otherwise yields (see SqliteWriteQueue.begin), so another process
-    // holding the write lock (a CLI import) never freezes the server's event loop.
+    // The writer waits briefly inside SQLite and otherwise yields (see SqliteWriteQueue.begin), so
+    // another process holding the write lock (a CLI import) never freezes the server's event loop.
     // Only a server (it has read workers) serves short reads at a rate where the mapping pays.
     configure(this.writer, 50, 64, readWorkers > 0 ? (opts.mmapSize ?? 0) : 0);
     migrateInternal(this.writer);
