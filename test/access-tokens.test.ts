@@ -82,7 +82,7 @@ describe("using and renewing a token", () => {
     expect((await call(s.base, "PUT", "/api/v1/auth/token", { token: t })).status).toBe(405);
   }, 30_000);
 
-  test("switching API access off with the CLI while the server runs cuts the token off at once; on again works", async () => {
+  test("switching API access off with the CLI while the server runs cuts the token off at once; on again, only new tokens work", async () => {
     await addUser(s.dir, "cut@example.com", "cut-pw-long-1", { role: "reader", api: true });
     const t = await tokenFor(s.base, "cut@example.com", "cut-pw-long-1");
     expect((await call(s.base, "GET", "/api/v1/items/one", { token: t })).status).toBe(200);
@@ -93,7 +93,9 @@ describe("using and renewing a token", () => {
     expect((await call(s.base, "GET", "/api/v1/auth/token", { token: t })).status).toBe(401);
     expect((await call(s.base, "POST", "/api/v1/auth/token", { body: { email: "cut@example.com", password: "cut-pw-long-1" } })).status).toBe(403);
     expect((await cli(s.dir, ["user", "api", "cut@example.com", "--on"])).code).toBe(0);
-    expect((await call(s.base, "GET", "/api/v1/items/one", { token: t })).status).toBe(200);
+    expect((await call(s.base, "GET", "/api/v1/items/one", { token: t })).status).toBe(401);
+    const renewed = await tokenFor(s.base, "cut@example.com", "cut-pw-long-1");
+    expect((await call(s.base, "GET", "/api/v1/items/one", { token: renewed })).status).toBe(200);
   }, 30_000);
 
   test("a password change (CLI) and removing the user kill existing tokens", async () => {

@@ -11,6 +11,7 @@ import type { Server } from "bun";
 import { join } from "node:path";
 import { adminSite, ROOT } from "./helpers/site";
 import { docx } from "./helpers/docx";
+import { until } from "./helpers/page-wait";
 
 const articles = {
   name: { singular: "Article", plural: "Articles" },
@@ -240,7 +241,7 @@ describe("admin forms in chromium", () => {
     await field(page, "title").getByRole("tab", { name: "en" }).click();
     await field(page, "title").getByRole("button", { name: "Translate from en" }).click();
     await field(page, "title").getByRole("tab", { name: "de" }).click();
-    await page.waitForFunction(`document.querySelector('[data-field="title"] [data-language="de"] input').value === "[de] Hello World"`);
+    await until(page, `document.querySelector('[data-field="title"] [data-language="de"] input').value === "[de] Hello World"`);
     expect(provider.seen.at(-1)!.system).toContain("Keep it short.");
     await page.getByRole("button", { name: "Save" }).click();
     await page.getByText("Saved.").waitFor();
@@ -357,7 +358,7 @@ describe("admin forms in chromium", () => {
     const page = await signedIn(`/admin/articles/${uuid}`);
     const map = field(page, "lat").locator("[data-map]");
     await map.waitFor();
-    await page.waitForFunction(`[...document.querySelectorAll("[data-map] img")].every((i) => i.complete)`);
+    await until(page, `[...document.querySelectorAll("[data-map] img")].every((i) => i.complete)`);
     expect(tileRequests.some((p) => /^\/tiles\/12\/\d+\/\d+\.png$/.test(p))).toBe(true); // zoom 12 around the saved point
     const box = (await map.boundingBox())!;
     await map.click({ position: { x: box.width / 2 + 100, y: box.height / 2 - 50 } });
@@ -367,7 +368,7 @@ describe("admin forms in chromium", () => {
     expect(lng).toBeGreaterThan(13.405);
     expect(Math.abs(lat - 52.52)).toBeLessThan(0.05);
     await map.getByRole("button", { name: "Zoom in" }).click();
-    await page.waitForFunction(`[...document.querySelectorAll("[data-map] img")].some((i) => i.src.includes("/tiles/13/"))`);
+    await until(page, `[...document.querySelectorAll("[data-map] img")].some((i) => i.src.includes("/tiles/13/"))`);
     await page.close();
   });
 
@@ -387,7 +388,7 @@ describe("admin forms in chromium", () => {
     expect(await refused.textContent()).toContain("huge.bin is larger than the server accepts");
     await page.locator(`li[data-file="${md5a}"] input`).fill("File A");
     await page.locator(`li[data-file="${md5a}"] input`).press("Tab");
-    await page.waitForFunction(`fetch("/api/v1/.files/${md5a}").then((r) => r.json()).then((b) => b.files["${md5a}"].title === "File A")`);
+    await until(page, `fetch("/api/v1/.files/${md5a}").then((r) => r.json()).then((b) => b.files["${md5a}"].title === "File A")`);
     await page.close();
   });
 });

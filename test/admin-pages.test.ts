@@ -118,7 +118,7 @@ describe("admin pages in chromium", () => {
     expect((await titles(page)).length).toBe(10);
     await page.selectOption("select[name='filter[status]']", "done");
     await settled(page);
-    await page.waitForFunction("document.querySelectorAll('tbody tr[data-uuid]').length === 0");
+    await page.locator("tbody tr[data-uuid]").first().waitFor({ state: "detached" });
     expect(new URL(page.url()).searchParams.get("filter[status]")).toBe("done");
     await page.close();
 
@@ -163,7 +163,7 @@ describe("admin pages in chromium", () => {
     expect(await titles(page)).toEqual(["Note 05"]);
     const uuid = (await page.locator("tbody tr[data-uuid]").first().getAttribute("data-uuid"))!;
     await page.locator("tbody tr", { hasText: "Note 05" }).getByRole("button", { name: "Delete" }).click();
-    await page.waitForFunction("document.querySelectorAll('tbody tr[data-uuid]').length === 0");
+    await page.locator("tbody tr[data-uuid]").first().waitFor({ state: "detached" });
     expect((await s.apiJson("GET", `/api/v1/notes/${uuid}`)).status).toBe(404);
     await page.getByRole("button", { name: "Deleted" }).click();
     await page.locator(`.deleted li[data-uuid="${uuid}"]`).getByRole("button", { name: "Restore" }).click();
@@ -240,7 +240,7 @@ describe("admin pages in chromium", () => {
     await bulk.locator("select").first().selectOption("status");
     await bulk.locator("select").nth(1).selectOption("done");
     await bulk.getByRole("button", { name: "Apply to all" }).click();
-    await page.waitForFunction(`document.querySelectorAll("tbody tr[data-uuid]").length === ${before - 2}`, undefined, { timeout: 10_000 });
+    await rows.nth(before - 2).waitFor({ state: "detached", timeout: 10_000 });
     for (const u of uuids) expect((await s.apiJson("GET", `/api/v1/notes/${u}`)).body!.notes[u].status).toBe("done");
 
     const first = (await rows.nth(0).getAttribute("data-uuid"))!;

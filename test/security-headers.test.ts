@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { adminSite, ROOT } from "./helpers/site";
 import { upload } from "./helpers/media";
 import { adminPolicy, TIPTAP_STYLE_HASH, tileSource } from "../src/http/security-headers";
+import { until } from "./helpers/page-wait";
 
 const articles = {
   fields: {
@@ -218,19 +219,6 @@ async function watchViolations(page: Page): Promise<string[]> {
   page.on("console", (m) => { if (/content security policy/i.test(m.text())) seen.push(`console: ${m.text()}`); });
   page.on("pageerror", (e) => seen.push(`pageerror: ${e.message}`));
   return seen;
-}
-
-/**
- * Waits until an expression is true in the page. Not page.waitForFunction: given a string it
- * evaluates it again in the page on every poll, which the policy refuses (no 'unsafe-eval'); each
- * page.evaluate is one DevTools evaluation, which no page policy governs.
- */
-async function until(page: Page, expression: string, timeoutMs = 10_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await page.evaluate(expression))) {
-    if (Date.now() > deadline) throw new Error(`still false after ${timeoutMs} ms: ${expression}`);
-    await Bun.sleep(50);
-  }
 }
 
 /** Proves the watch sees what the policy blocks: an inline script added to the page is refused and reported. */
