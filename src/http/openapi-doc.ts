@@ -137,7 +137,7 @@ function resourcePaths(p: Principal, def: ResourceDef, paths: Record<string, Pat
   const one: PathItem = { parameters: [uuidParam] };
   if (may("view")) {
     const notModified = { "304": { $ref: "#/components/responses/NotModified" } };
-    coll.get = { tags, summary: `List ${r}`, operationId: `${r}.list`, parameters: LIST_PARAMS, responses: { "200": recordsResponse(r, rec, "records keyed by uuid"), ...notModified, ...errorRefs(400, 401, 403, 404, 503) } };
+    coll.get = { tags, summary: `List ${r}`, operationId: `${r}.list`, parameters: LIST_PARAMS, responses: { "200": recordsResponse(r, rec, "records keyed by uuid"), ...notModified, ...errorRefs(400, 401, 403, 404, 429, 503) } };
     one.get = { tags, summary: `Read one of ${r}`, operationId: `${r}.read`, responses: { "200": recordsResponse(r, rec, "one record keyed by uuid"), ...notModified, ...errorRefs(401, 403, 404) } };
   }
   if (may("create")) {
@@ -315,8 +315,9 @@ const envelopeProps = {
 
 const ERROR_TEXT: Record<number, string> = {
   400: "INVALID_DATA: malformed request", 401: "UNAUTHORIZED or INVALID_CREDENTIALS", 403: "ACCESS_DENIED (`needs` lists granting permissions)",
-  404: "RESOURCE_NOT_FOUND", 409: "RESOURCE_EXISTS", 413: "UPLOAD_TOO_LARGE", 416: "RANGE_NOT_SATISFIABLE", 422: "INVALID_DATA: a value fails validation", 429: "TOO_MANY_REQUESTS",
-  503: "SERVICE_UNAVAILABLE (`Retry-After`): the database is held by another writer, a query ran past its time budget, or a queue is full",
+  404: "RESOURCE_NOT_FOUND", 408: "REQUEST_TIMEOUT: the request body did not arrive in time (RESD_BODY_TIMEOUT, RESD_BODY_MIN_RATE); the connection is closed", 409: "RESOURCE_EXISTS", 413: "UPLOAD_TOO_LARGE", 416: "RANGE_NOT_SATISFIABLE", 422: "INVALID_DATA: a value fails validation",
+  429: "TOO_MANY_REQUESTS (`Retry-After`): too many attempts, AI calls, or list queries of this caller at once (RESD_MAX_QUERIES_PER_CALLER)",
+  503: "SERVICE_UNAVAILABLE (`Retry-After`): the database is held by another writer, a query ran past its time budget, a queue is full, or too many request bodies are arriving at once (RESD_MAX_BODIES)",
 };
 
 const HEADER = (description: string) => ({ description, schema: { type: "string" } });
@@ -327,7 +328,8 @@ const NOT_MODIFIED = {
 
 /**
  * Statuses every operation of a kind can answer, added to what each operation lists itself: any
- * request with a malformed target or query gets 400, any JSON or upload body may be too large (413),
+ * request with a malformed target or query gets 400, any JSON or upload body may be too large (413)
+ * or too slow (408) or meet too many bodies arriving at once (503),
  * writes and list queries may meet a busy database or the query budget (503), record reads answer
  * 304. So a generated client knows every status the server sends.
  */
@@ -339,7 +341,11 @@ function describeStatuses(paths: Record<string, PathItem>) {
       const add = (code: number) => (op.responses[String(code)] ??= { $ref: `#/components/responses/E${code}` });
       add(400);
       if (!(Array.isArray(op.security) && op.security.length === 0) || path === "/api/v1/auth/token") add(401);
-      if (op.requestBody) add(413);
+      if (op.requestBody) {
+        add(413);
+        add(408);
+        add(503);
+      }
       const api = path.startsWith("/api/v1/");
       if (api && method !== "get") add(503);
       if (path.startsWith("/download/")) add(416);

@@ -8,6 +8,7 @@
  * same path.
  */
 import { badRequest } from "../core/errors";
+import { carryBodyWatch } from "./upload-body";
 
 /** Used when the request names no valid host; links built from it are relative in spirit only. */
 export const FALLBACK_ORIGIN = "http://localhost";
@@ -47,7 +48,7 @@ export function normalizeTarget(request: Request): Request {
   if (raw.startsWith("http://") || raw.startsWith("https://")) {
     const u = URL.parse(raw);
     if (u && u.origin.length < ROUTER_PATH_OFFSET) return rebuild(request, u.pathname + u.search, FALLBACK_ORIGIN);
-    if (u) return u.href === raw ? request : new Request(u.href, request);
+    if (u) return u.href === raw ? request : carryBodyWatch(request, new Request(u.href, request));
     // An absolute URL with a host Bun took but URL cannot parse (a port past 65535): keep the path.
     const slash = raw.indexOf("/", raw.indexOf("//") + 2);
     return rebuild(request, slash < 0 ? "/" : raw.slice(slash), FALLBACK_ORIGIN);
@@ -59,5 +60,5 @@ export function normalizeTarget(request: Request): Request {
 function rebuild(request: Request, target: string, origin: string): Request {
   const u = URL.parse(target, origin);
   if (!u || u.origin !== origin) throw badRequest("the request target must be a path starting with /");
-  return new Request(u.href, request);
+  return carryBodyWatch(request, new Request(u.href, request));
 }

@@ -13,6 +13,7 @@ import { flushLogs, logEvent, logRequest, resolveLogFormat, setLogFormat } from 
 import { startHooks, stopHooks } from "../core/extensions/runtime";
 import { withCors } from "./cors";
 import { notingArrivals } from "./caller";
+import { declaresBody, guardBodies } from "./body-limits";
 import { withSecurityHeaders } from "./security-headers";
 import { normalizeTarget } from "./request-target";
 import { watchDefinitions } from "../core/definitions/watch";
@@ -30,6 +31,12 @@ export type Running = {
   /** Graceful stop: no new connections, in-flight requests and drains finish (bounded), WAL checkpointed. */
   stop(): Promise<void>;
 };
+
+/**
+ * Seconds Bun gives a request from its arrival until its answer begins (bytes of its body do not
+ * count); a request with a body gets its body's deadline instead, then this from the body's end.
+ */
+const IDLE_TIMEOUT_S = 30;
 
 /** Bun's default body cap is 128 MiB; a larger upload limit must raise it (multipart adds a little). */
 const bodyCap = (maxUpload: number) => Math.max(128 * 1024 * 1024, maxUpload + 1024 * 1024);
@@ -92,9 +99,10 @@ function hotRoutes(site: Site, all: (r: Request) => Response | Promise<Response>
   return {
     "/api/v1/:resource/:uuid": (req: Request & { params: { resource: string; uuid: string } }) => {
       const { resource, uuid } = req.params;
-      // Percent-encoded segments are left to the app, which decodes them as it always has.
+      // Percent-encoded segments are left to the app, which decodes them as it always has. A read
+      // that declares a body goes that way too: its answer must close the connection (body-limits.ts).
       const hot = (req.method === "GET" || req.method === "HEAD") && !resource.startsWith(".") && !NOT_RECORDS.has(resource)
-        && !RESERVED_SEGMENTS.has(uuid) && !resource.includes("%") && !uuid.includes("%");
+        && !RESERVED_SEGMENTS.has(uuid) && !resource.includes("%") && !uuid.includes("%") && !declaresBody(req);
       return hot ? readOne(req) : all(req);
     },
   };
@@ -162,12 +170,14 @@ export async function startServer(site: Site, opts: { quiet?: boolean; signals?:
   setLogFormat(resolveLogFormat(site.config.logFormat));
   await startHooks(site); // extensions load (or start-up fails) before anything listens
   const app = createApp(site);
-  // The server is asked for a caller's address (fair share of list queries) once it answers.
-  const all = notingArrivals(() => server, withCors(site.config.corsOrigins, logged((request) => app.fetch(request))));
+  // Once it answers, the server is asked for a caller's address (fair share of list queries) and
+  // to move a request's timer (body deadlines).
+  const bun = { server: () => server, idleTimeout: IDLE_TIMEOUT_S };
+  const all = notingArrivals(() => server, withCors(site.config.corsOrigins, guardBodies(site.config, bun, logged((request) => app.fetch(request)))));
   const server = Bun.serve({
     hostname: site.config.host,
     port: site.config.port,
-    idleTimeout: 30,
+    idleTimeout: IDLE_TIMEOUT_S,
     maxRequestBodySize: bodyCap(site.config.maxUpload),
     ...withSecurityHeaders(site.config, { routes: hotRoutes(site, all), fetch: all }),
   });

@@ -1,6 +1,7 @@
 /**
- * Reading uploads without holding them in memory: the body cut off with 413 past a limit, and a
- * multipart part streamed to a temporary file for readers that need a file (import, .docx).
+ * Reading uploads without holding them in memory: the body cut off with 413 past a limit or 408
+ * past its deadline, and a multipart part streamed to a temporary file for readers that need a file
+ * (import, .docx).
  */
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -13,19 +14,130 @@ import { uploadSpoolDir } from "../core/leftovers";
 /** Room for multipart framing and small fields on top of the file itself. */
 export const FRAMING_ALLOWANCE = 64 * 1024;
 
+/** How long a request body may take: `timeoutMs`, plus one second per `minRate` bytes received. */
+export type BodyPace = { timeoutMs: number; minRate: number };
+
+/** What the server does as a watched body gets on (see body-limits.ts). */
+export type BodyHooks = {
+  /** The deadline is `msLeft` away now: told when the watch starts and each time the deadline moves. */
+  due(msLeft: number): void;
+  /** Every byte has arrived. */
+  arrived(): void;
+  /** No longer in flight: read to its end, or answered without. */
+  settled(): void;
+};
+
 /**
- * The body, cut off with 413 once it passes `bodyMax` bytes. A declared Content-Length is only
- * believed without Transfer-Encoding (the body-limit rule); otherwise the streamed bytes count.
+ * How one request's body is getting on (see body-limits.ts, which starts one per request with a
+ * body): when it is due, given what has arrived, and whether all of it has. The rule is Apache
+ * mod_reqtimeout's: any upload that keeps the minimum rate finishes, however large, while a trickle
+ * is cut off after about `timeoutMs`.
+ */
+export class BodyWatch {
+  received = 0;
+  /** The reader saw the body's end. */
+  done = false;
+  /** Past the deadline: the reader answers 408. */
+  expired = false;
+  /** Ends the read waiting now, if any; set by the reader while it reads. */
+  interrupt: (() => void) | null = null;
+  private readonly start = performance.now();
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private settled = false;
+
+  constructor(readonly pace: BodyPace, private readonly hooks: BodyHooks) {
+    this.arm();
+  }
+
+  private due(): number {
+    return this.start + this.pace.timeoutMs + (this.received / this.pace.minRate) * 1000;
+  }
+
+  /** One timer per body, moved on when it fires early (bytes came meanwhile), not one per chunk. */
+  private arm(): void {
+    const left = Math.max(1, Math.ceil(this.due() - performance.now()));
+    this.hooks.due(left);
+    this.timer = setTimeout(() => {
+      if (performance.now() < this.due()) return this.arm();
+      this.expired = true;
+      this.interrupt?.();
+    }, left);
+    this.timer.unref();
+  }
+
+  finished(): void {
+    if (this.done) return;
+    this.done = true;
+    if (!this.settled) this.hooks.arrived();
+    this.settle();
+  }
+
+  /** No longer in flight: read to its end, or answered without (then the connection closes). */
+  settle(): void {
+    if (this.settled) return;
+    this.settled = true;
+    clearTimeout(this.timer);
+    this.hooks.settled();
+  }
+}
+
+const watches = new WeakMap<Request, BodyWatch>();
+
+export function watchBody(request: Request, pace: BodyPace, hooks: BodyHooks): BodyWatch {
+  const watch = new BodyWatch(pace, hooks);
+  watches.set(request, watch);
+  return watch;
+}
+
+/** A request rebuilt on another URL (see request-target.ts) reads the same body under the same watch. */
+export function carryBodyWatch(from: Request, to: Request): Request {
+  const watch = watches.get(from);
+  if (watch) watches.set(to, watch);
+  return to;
+}
+
+const bodyTimedOut = (pace: BodyPace) =>
+  new AppError(408, "REQUEST_TIMEOUT", `the request body did not arrive in time: it gets ${pace.timeoutMs / 1000} s (RESD_BODY_TIMEOUT) plus one second per ${pace.minRate} bytes sent (RESD_BODY_MIN_RATE)`);
+
+/**
+ * The body, cut off with 413 once it passes `bodyMax` bytes, or with 408 once it is past its
+ * deadline (when the server watches it). A declared Content-Length is only believed without
+ * Transfer-Encoding (the body-limit rule); otherwise the streamed bytes count.
  */
 export async function* limitedBody(request: Request, bodyMax: number, max: number): AsyncGenerator<Uint8Array> {
   const declared = request.headers.get("content-length");
   if (!request.headers.has("transfer-encoding") && declared !== null && Number(declared) > bodyMax) throw tooLarge(max);
   if (!request.body) return;
-  let seen = 0;
-  for await (const chunk of request.body) {
-    seen += chunk.length;
-    if (seen > bodyMax) throw tooLarge(max);
-    yield chunk;
+  const watch = watches.get(request);
+  const reader = request.body.getReader();
+  let ended = false;
+  // A cancelled read settles as the body's end: `expired` tells the two apart.
+  if (watch) watch.interrupt = () => void reader.cancel().catch(() => undefined);
+  try {
+    let seen = 0;
+    for (;;) {
+      if (watch?.expired) throw bodyTimedOut(watch.pace);
+      const next = await reader.read();
+      if (watch?.expired) throw bodyTimedOut(watch.pace);
+      if (next.done) {
+        ended = true;
+        watch?.finished();
+        return;
+      }
+      seen += next.value.length;
+      if (watch) {
+        watch.received = seen;
+        // All that was declared has come, whether or not the reader asks for the end (a multipart
+        // reader stops at the closing boundary): the connection can serve the next request.
+        if (declared !== null && seen >= Number(declared)) watch.finished();
+      }
+      if (seen > bodyMax) throw tooLarge(max);
+      yield next.value;
+    }
+  } finally {
+    if (watch) watch.interrupt = null;
+    // A reader that stops early (its part found, an error) lets the rest go, as leaving `for await` did.
+    if (!ended) void reader.cancel().catch(() => undefined);
   }
 }
 
