@@ -1,8 +1,9 @@
 /**
  * PostgreSQL adapter of the store, through Bun's built-in SQL client. Reads run on the pool; each
  * transaction reserves a connection of its own (PostgreSQL commits concurrent transactions together
- * by itself, so there is no group commit here). Several resd instances may share one database: every
- * commit notifies the others (LISTEN/NOTIFY), which drop their cached pages and totals at once.
+ * by itself, so there is no group commit here; postgres-tx.ts runs them and holds the transaction
+ * object writes go through). Several resd instances may share one database: every commit notifies
+ * the others (LISTEN/NOTIFY), which drop their cached pages and totals at once.
  *
  * Rule for callers, as on SQLite: a transaction body only awaits the store.
  */
@@ -12,22 +13,15 @@ import { AppError } from "../errors";
 import { maskUrl } from "../config";
 import type { ResourceDef } from "../definitions/types";
 import { CommitMemo, BoundedMemo, DEFAULT_CACHE_BYTES, memoShare, rowBytes } from "./memo";
-import { numbered, PgDialect } from "./postgres-dialect";
+import { historyCols, numbered, PG_COLS, PgDialect } from "./postgres-dialect";
+import { PgTransactions, STREAM_BATCH, type PgError } from "./postgres-tx";
 import { migrateInternal, SCHEMA_LOCK, syncResource } from "./postgres-schema";
-import { PgJobs, insertPgJob } from "./postgres-jobs";
+import { PgJobs } from "./postgres-jobs";
 import { PgAccessStore } from "./access-postgres";
 import { FOLD_BATCH, foldCounts, maintainedCount } from "./postgres-counts";
 import { FairGate } from "./fair-share";
 import type { AccessStore, CompiledQuery, DetachedReads, HistoryEntry, SchemaChange, SqlValue, Store, StoreTx, StoredRecord, TxOptions } from "./types";
 
-/** The stored columns of a record, as the rest of resd reads them (int8 comes back as text otherwise). */
-export const PG_COLS = "uuid, data::text AS data, _created::float8 AS _created, _modified::float8 AS _modified, _created_by, _modified_by";
-const historyCols = (a = "") =>
-  `${a}id::float8 AS id, ${a}resource, ${a}uuid, ${a}action, ${a}at::float8 AS at, ${a}"user", ${a}data, ${a}_created::float8 AS _created`;
-/** Rows a stream fetches from its cursor at a time. */
-const STREAM_BATCH = 500;
-/** Rows of one INSERT when many are copied at once (6 values each, well under the 65,535 parameters). */
-const INSERT_BATCH = 500;
 /** Rows per cached page (larger pages are not kept). */
 const PAGE_CACHE_ROWS = 200;
 /** The channel on which every commit is announced to the other instances. */
@@ -39,8 +33,6 @@ const SCHEMA_NOTICE = "schema:";
  * answering while lists fill the rest (see `lists`).
  */
 const RESERVED_READS = 2;
-/** Attempts of a transaction that PostgreSQL ended to break a deadlock or a serialization conflict. */
-const TX_ATTEMPTS = 3;
 
 const APPLICATION = `resd/${hostname()}/${process.pid}`.slice(0, 63);
 /** How often committed count deltas are folded into the counts (postgres-counts.ts), and how much at most at a time. */
@@ -51,9 +43,6 @@ const FOLD_VACUUM_AFTER = 20_000;
 /** The advisory lock of the history purge, and how long one purge stands for all instances (under the hour: timers drift). */
 const PURGE_LOCK = 0x72657370;
 const PURGE_EVERY_MS = 55 * 60 * 1000;
-
-type PgError = Error & { errno?: string; constraint?: string; detail?: string };
-
 
 export class PgStore implements Store {
   readonly dialect = new PgDialect();
@@ -68,10 +57,8 @@ export class PgStore implements Store {
   private local = 0;
   private listening: { unlisten(): Promise<void> } | null = null;
   private folding: ReturnType<typeof setInterval> | null = null;
-  /** Per unique index, the field it guards (for the 422 naming it). */
-  private readonly uniqueFields = new Map<string, string>();
-  /** Resources with unique fields (their writes may be refused by an index). */
-  private readonly guarded = new Set<string>();
+  /** Transactions: BEGIN … COMMIT with retries, and the transaction object writes go through. */
+  private readonly txs: PgTransactions;
   /**
    * The read connections callers' list queries (pages, totals, streams) may hold, shared out in
    * turn with a bound per caller, as SQLite's read workers are: without it one caller's slow pages
@@ -92,6 +79,9 @@ export class PgStore implements Store {
     this.sql = new SQL(url, options);
     this.writeSql = new SQL(url, options);
     this.queryBudgetMs = opts.queryBudgetMs ?? 10_000;
+    this.txs = new PgTransactions(this.writeSql, this.dialect, this.queryBudgetMs, CHANNEL, this.instance, () => {
+      this.local++;
+    });
     this.lists = new FairGate(Math.max(1, options.max - RESERVED_READS), opts.maxQueriesPerCaller ?? 0);
     this.memo = new CommitMemo(memoShare(opts.cacheMaxBytes ?? DEFAULT_CACHE_BYTES), () => this.version());
     this.jobs = new PgJobs(this);
@@ -189,9 +179,9 @@ export class PgStore implements Store {
       for (const def of all) {
         const r = await syncResource(db, def, this.dialect, opts.rollback ?? false);
         changes.push(...r.changes);
-        for (const [name, field] of r.synced.uniqueFields) this.uniqueFields.set(name, field);
-        if (r.synced.uniqueFields.size) this.guarded.add(def.name);
-        else this.guarded.delete(def.name);
+        for (const [name, field] of r.synced.uniqueFields) this.txs.uniqueFields.set(name, field);
+        if (r.synced.uniqueFields.size) this.txs.guarded.add(def.name);
+        else this.txs.guarded.delete(def.name);
       }
       // The other instances check their own definitions against what changed.
       if (changes.some((c) => c.action !== "refused")) await db.unsafe("SELECT pg_notify($1, $2)", [CHANNEL, `${SCHEMA_NOTICE}${this.instance}`]);
@@ -297,23 +287,6 @@ export class PgStore implements Store {
     yield* this.cursor<HistoryEntry>(`SELECT ${historyCols()} FROM _resd_history ORDER BY id`, []);
   }
 
-  /** Rows through a cursor inside the transaction open on `db`, a batch at a time. */
-  private async *cursorOn<T>(db: ReservedSQL, sql: string): AsyncIterable<T> {
-    const name = `resd_tx_${++this.cursors}`;
-    await db.unsafe(`DECLARE ${name} NO SCROLL CURSOR FOR ${sql}`);
-    try {
-      for (;;) {
-        const rows = (await db.unsafe(`FETCH ${STREAM_BATCH} FROM ${name}`)) as T[];
-        yield* rows;
-        if (rows.length < STREAM_BATCH) break;
-      }
-    } finally {
-      // The transaction may be failing already: its own error is the one to report.
-      await db.unsafe(`CLOSE ${name}`).catch(() => undefined);
-    }
-  }
-  private cursors = 0;
-
   /**
    * Rows through a cursor on a connection of its own, a batch at a time. A caller's stream holds
    * its turn at the list connections (see `lists`) until it ends: the connection is held as long.
@@ -406,172 +379,18 @@ export class PgStore implements Store {
    * every idle poll of every instance would empty every cache.
    */
   raw<T>(fn: (db: ReservedSQL) => Promise<T>, opts: { announce?: boolean } = {}): Promise<T> {
-    return this.run(async (db) => fn(db), opts.announce ?? false);
+    return this.txs.run(async (db) => fn(db), opts.announce ?? false);
   }
 
   transaction<T>(fn: (tx: StoreTx) => Promise<T>, opts: TxOptions = {}): Promise<T> {
-    return this.run(async (db, touched, after) => {
+    return this.txs.run(async (db, touched, after) => {
       // Other writers of the table wait (readers do not); two exclusive transactions run one after the other.
       // Such a transaction is long (an import) and may first wait for another: no statement budget.
       if (opts.exclusive) {
         await db.unsafe("SET LOCAL statement_timeout = 0");
         await db.unsafe(`LOCK TABLE ${this.dialect.table(opts.exclusive)} IN SHARE ROW EXCLUSIVE MODE`);
       }
-      return fn(this.txFor(db, touched, after));
+      return fn(this.txs.txFor(db, touched, after));
     }, true);
-  }
-
-  /**
-   * BEGIN … COMMIT on a reserved connection. PostgreSQL ends one of two transactions that wait on
-   * each other (deadlock) or conflict; that one runs again from the start, up to three times.
-   */
-  private async run<T>(fn: (db: ReservedSQL, touched: Set<string>, after: (() => void)[]) => Promise<T>, announce: boolean): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      const touched = new Set<string>();
-      const after: (() => void)[] = [];
-      let db: ReservedSQL;
-      try {
-        db = await this.writeSql.reserve();
-      } catch (e) {
-        throw new AppError(503, "SERVICE_UNAVAILABLE", `the database does not answer: ${(e as Error).message}`, { retryAfter: 5 });
-      }
-      try {
-        await db.unsafe("BEGIN");
-        const value = await fn(db, touched, after);
-        const now = Date.now();
-        // In name order, so that two transactions never wait on each other's marks.
-        for (const r of [...touched].sort()) {
-          await db.unsafe(`INSERT INTO _resd_changes (resource, changed_ms) VALUES ($1, $2)
-            ON CONFLICT (resource) DO UPDATE SET changed_ms = GREATEST(_resd_changes.changed_ms + 1, excluded.changed_ms)`, [r, now]);
-        }
-        if (announce) await db.unsafe("SELECT pg_notify($1, $2)", [CHANNEL, this.instance]);
-        await db.unsafe("COMMIT");
-        if (announce) this.local++;
-        for (const f of after) queueMicrotask(f);
-        return value;
-      } catch (e) {
-        await db.unsafe("ROLLBACK").catch(() => {});
-        const code = (e as PgError).errno;
-        if ((code === "40P01" || code === "40001") && attempt < TX_ATTEMPTS) continue;
-        if (code === "57014") throw new AppError(503, "SERVICE_UNAVAILABLE", `the write ran past its time budget (RESD_QUERY_TIMEOUT ${this.queryBudgetMs} ms)`, { retryAfter: 5 });
-        throw e;
-      } finally {
-        db.release();
-      }
-    }
-  }
-
-  /** Maps constraint failures to domain errors; everything else stays an internal error (`named`: with the record it was about). */
-  private writeError(e: unknown, resource: string, uuid: string, named = false): never {
-    const err = e as PgError;
-    if (err.errno === "23505") {
-      if (err.constraint?.endsWith("_uuid_key")) throw new AppError(409, "RESOURCE_EXISTS", `${resource}/${uuid} already exists`);
-      const field = err.constraint ? this.uniqueFields.get(err.constraint) : undefined;
-      if (field) throw new AppError(422, "INVALID_DATA", "one or more fields are invalid", { errors: { [field]: "this value is already used by another record" } });
-    }
-    if (named) throw new Error(`${resource}/${uuid}: ${err.message}`, { cause: e });
-    throw e;
-  }
-
-  private txFor(db: ReservedSQL, touched: Set<string>, after: (() => void)[]): StoreTx {
-    const t = (r: string) => this.dialect.table(r);
-    const q = (sql: string, args: SqlValue[] = []) => db.unsafe(numbered(sql), args as never[]);
-    /**
-     * A write that a unique index may refuse: inside a savepoint, so that the transaction stays
-     * usable after the refusal (an import rejects that row and goes on), as SQLite's statements do.
-     */
-    const guardedWrite = async (resource: string, uuid: string, sql: string, args: SqlValue[]) => {
-      await q("SAVEPOINT row");
-      try {
-        await q(sql, args);
-        await q("RELEASE SAVEPOINT row");
-      } catch (e) {
-        await q("ROLLBACK TO SAVEPOINT row");
-        await q("RELEASE SAVEPOINT row");
-        this.writeError(e, resource, uuid);
-      }
-    };
-    return {
-      // Locked until the transaction ends: a concurrent update of the same record waits and then sees this one.
-      get: async (resource, uuid) => ((await q(`SELECT ${PG_COLS} FROM ${t(resource)} WHERE uuid = ? FOR UPDATE`, [uuid]))[0] as StoredRecord | undefined) ?? null,
-      insert: async (resource, rec) => {
-        const args = [rec.uuid, rec.data, rec._created, rec._modified, rec._created_by, rec._modified_by];
-        if (!this.guarded.has(resource)) {
-          // Only the uuid can clash: no savepoint needed (one round trip per row of an import).
-          const r = await q(`INSERT INTO ${t(resource)} (uuid, data, _created, _modified, _created_by, _modified_by) VALUES (?, (?::text)::json, ?, ?, ?, ?)
-            ON CONFLICT (uuid) DO NOTHING`, args);
-          if (!r.count) throw new AppError(409, "RESOURCE_EXISTS", `${resource}/${rec.uuid} already exists`);
-        } else {
-          await guardedWrite(resource, rec.uuid, `INSERT INTO ${t(resource)} (uuid, data, _created, _modified, _created_by, _modified_by) VALUES (?, (?::text)::json, ?, ?, ?, ?)`, args);
-        }
-        touched.add(resource);
-      },
-      update: async (resource, rec) => {
-        const sql = `UPDATE ${t(resource)} SET data = (?::text)::json, _modified = ?, _modified_by = ? WHERE uuid = ?`;
-        const args = [rec.data, rec._modified, rec._modified_by, rec.uuid];
-        if (this.guarded.has(resource)) await guardedWrite(resource, rec.uuid, sql, args);
-        else await q(sql, args);
-        touched.add(resource);
-      },
-      delete: async (resource, uuid) => {
-        const r = await q(`DELETE FROM ${t(resource)} WHERE uuid = ?`, [uuid]);
-        if (!r.count) return false;
-        touched.add(resource);
-        return true;
-      },
-      deleteAll: async (resource, history) => {
-        if (history) {
-          // Records never changed get their creation entry first, as any single delete would.
-          await q(`INSERT INTO _resd_history (resource, uuid, action, at, "user", data, _created)
-              SELECT ?, r.uuid, 'create', r._created * 1000, r._created_by, r.data::text, r._created FROM ${t(resource)} r
-              WHERE NOT EXISTS (SELECT 1 FROM _resd_history h WHERE h.resource = ? AND h.uuid = r.uuid) ORDER BY r.id`, [resource, resource]);
-          await q(`INSERT INTO _resd_history (resource, uuid, action, at, "user", data, _created)
-              SELECT ?, uuid, 'delete', ?, ?, data::text, _created FROM ${t(resource)} ORDER BY id`, [resource, history.at, history.user]);
-        }
-        const n = (await q(`DELETE FROM ${t(resource)}`)).count;
-        touched.add(resource);
-        return n;
-      },
-      addHistory: async (e) => {
-        await q(`INSERT INTO _resd_history (resource, uuid, action, at, "user", data, _created) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-          [e.resource, e.uuid, e.action, e.at, e.user, e.data, e._created]);
-      },
-      insertMany: async (resource, recs) => {
-        // One statement per few hundred rows: a copy of a million records is not a million round trips.
-        for (let i = 0; i < recs.length; i += INSERT_BATCH) {
-          const batch = recs.slice(i, i + INSERT_BATCH);
-          const values = batch.map(() => "(?, (?::text)::json, ?, ?, ?, ?)").join(", ");
-          await q("SAVEPOINT batch");
-          try {
-            await q(`INSERT INTO ${t(resource)} (uuid, data, _created, _modified, _created_by, _modified_by) VALUES ${values}`,
-              batch.flatMap((r) => [r.uuid, r.data, r._created, r._modified, r._created_by, r._modified_by]));
-            await q("RELEASE SAVEPOINT batch");
-          } catch (e) {
-            // Name the record that was refused: the batch again, row by row, up to the one that fails.
-            await q("ROLLBACK TO SAVEPOINT batch");
-            for (const r of batch) {
-              try {
-                await q(`INSERT INTO ${t(resource)} (uuid, data, _created, _modified, _created_by, _modified_by) VALUES (?, (?::text)::json, ?, ?, ?, ?)`,
-                  [r.uuid, r.data, r._created, r._modified, r._created_by, r._modified_by]);
-              } catch (one) {
-                this.writeError(one, resource, r.uuid, true);
-              }
-            }
-            throw e;
-          }
-        }
-        touched.add(resource);
-      },
-      readAll: (resource) => this.cursorOn<StoredRecord>(db, `SELECT ${PG_COLS} FROM ${t(resource)} ORDER BY id`),
-      readHistory: () => this.cursorOn<HistoryEntry>(db, `SELECT ${historyCols()} FROM _resd_history ORDER BY id`),
-      addCreationIfMissing: async (resource, row) => {
-        await q(`INSERT INTO _resd_history (resource, uuid, action, at, "user", data, _created)
-            SELECT ?, ?, 'create', ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM _resd_history WHERE resource = ? AND uuid = ?)`,
-        [resource, row.uuid, row._created * 1000, row._created_by, row.data, row._created, resource, row.uuid]);
-      },
-      lastChange: async (resource) => Number(((await q("SELECT changed_ms FROM _resd_changes WHERE resource = ?", [resource]))[0] as { changed_ms: string } | undefined)?.changed_ms ?? 0),
-      afterCommit: (fn) => after.push(fn),
-      enqueueJob: async (job) => insertPgJob(db, job),
-    };
   }
 }

@@ -1,0 +1,214 @@
+/**
+ * Transactions on PostgreSQL: BEGIN … COMMIT on a reserved connection of the write pool, run again
+ * when PostgreSQL ends one to break a deadlock or a serialization conflict (`run`), and the
+ * transaction object a write goes through (`txFor`), which maps constraint failures to the API's
+ * errors. Each transaction marks the resources it changed; one that announces notifies the other
+ * instances. postgres.ts opens these and keeps the entry points (transaction, raw).
+ */
+import type { ReservedSQL, SQL } from "bun";
+import { AppError } from "../errors";
+import { historyCols, numbered, PG_COLS, type PgDialect } from "./postgres-dialect";
+import { insertPgJob } from "./postgres-jobs";
+import type { HistoryEntry, SqlValue, StoreTx, StoredRecord } from "./types";
+
+/** Rows a stream fetches from its cursor at a time. */
+export const STREAM_BATCH = 500;
+/** Rows of one INSERT when many are copied at once (6 values each, well under the 65,535 parameters). */
+const INSERT_BATCH = 500;
+/** Attempts of a transaction that PostgreSQL ended to break a deadlock or a serialization conflict. */
+const TX_ATTEMPTS = 3;
+
+export type PgError = Error & { errno?: string; constraint?: string; detail?: string };
+
+export class PgTransactions {
+  /** Per unique index, the field it guards (for the 422 naming it); filled by the schema sync. */
+  readonly uniqueFields = new Map<string, string>();
+  /** Resources with unique fields (their writes may be refused by an index); kept by the schema sync. */
+  readonly guarded = new Set<string>();
+
+  /**
+   * `channel`, `instance`: how an announced commit is told to the other instances (pg_notify);
+   * `announced`: called once such a commit is done (the store's version moves).
+   */
+  constructor(
+    private readonly writeSql: SQL,
+    private readonly dialect: PgDialect,
+    private readonly queryBudgetMs: number,
+    private readonly channel: string,
+    private readonly instance: string,
+    private readonly announced: () => void,
+  ) {}
+
+  /**
+   * BEGIN … COMMIT on a reserved connection. PostgreSQL ends one of two transactions that wait on
+   * each other (deadlock) or conflict; that one runs again from the start, up to three times.
+   */
+  async run<T>(fn: (db: ReservedSQL, touched: Set<string>, after: (() => void)[]) => Promise<T>, announce: boolean): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      const touched = new Set<string>();
+      const after: (() => void)[] = [];
+      let db: ReservedSQL;
+      try {
+        db = await this.writeSql.reserve();
+      } catch (e) {
+        throw new AppError(503, "SERVICE_UNAVAILABLE", `the database does not answer: ${(e as Error).message}`, { retryAfter: 5 });
+      }
+      try {
+        await db.unsafe("BEGIN");
+        const value = await fn(db, touched, after);
+        const now = Date.now();
+        // In name order, so that two transactions never wait on each other's marks.
+        for (const r of [...touched].sort()) {
+          await db.unsafe(`INSERT INTO _resd_changes (resource, changed_ms) VALUES ($1, $2)
+            ON CONFLICT (resource) DO UPDATE SET changed_ms = GREATEST(_resd_changes.changed_ms + 1, excluded.changed_ms)`, [r, now]);
+        }
+        if (announce) await db.unsafe("SELECT pg_notify($1, $2)", [this.channel, this.instance]);
+        await db.unsafe("COMMIT");
+        if (announce) this.announced();
+        for (const f of after) queueMicrotask(f);
+        return value;
+      } catch (e) {
+        await db.unsafe("ROLLBACK").catch(() => {});
+        const code = (e as PgError).errno;
+        if ((code === "40P01" || code === "40001") && attempt < TX_ATTEMPTS) continue;
+        if (code === "57014") throw new AppError(503, "SERVICE_UNAVAILABLE", `the write ran past its time budget (RESD_QUERY_TIMEOUT ${this.queryBudgetMs} ms)`, { retryAfter: 5 });
+        throw e;
+      } finally {
+        db.release();
+      }
+    }
+  }
+
+  /** Maps constraint failures to domain errors; everything else stays an internal error (`named`: with the record it was about). */
+  private writeError(e: unknown, resource: string, uuid: string, named = false): never {
+    const err = e as PgError;
+    if (err.errno === "23505") {
+      if (err.constraint?.endsWith("_uuid_key")) throw new AppError(409, "RESOURCE_EXISTS", `${resource}/${uuid} already exists`);
+      const field = err.constraint ? this.uniqueFields.get(err.constraint) : undefined;
+      if (field) throw new AppError(422, "INVALID_DATA", "one or more fields are invalid", { errors: { [field]: "this value is already used by another record" } });
+    }
+    if (named) throw new Error(`${resource}/${uuid}: ${err.message}`, { cause: e });
+    throw e;
+  }
+
+  private cursors = 0;
+  /** Rows through a cursor inside the transaction open on `db`, a batch at a time. */
+  private async *cursorOn<T>(db: ReservedSQL, sql: string): AsyncIterable<T> {
+    const name = `resd_tx_${++this.cursors}`;
+    await db.unsafe(`DECLARE ${name} NO SCROLL CURSOR FOR ${sql}`);
+    try {
+      for (;;) {
+        const rows = (await db.unsafe(`FETCH ${STREAM_BATCH} FROM ${name}`)) as T[];
+        yield* rows;
+        if (rows.length < STREAM_BATCH) break;
+      }
+    } finally {
+      // The transaction may be failing already: its own error is the one to report.
+      await db.unsafe(`CLOSE ${name}`).catch(() => undefined);
+    }
+  }
+
+
+  /** The transaction object of a transaction open on `db`; `touched` collects the resources it wrote, `after` what runs after the commit. */
+  txFor(db: ReservedSQL, touched: Set<string>, after: (() => void)[]): StoreTx {
+    const t = (r: string) => this.dialect.table(r);
+    const q = (sql: string, args: SqlValue[] = []) => db.unsafe(numbered(sql), args as never[]);
+    /**
+     * A write that a unique index may refuse: inside a savepoint, so that the transaction stays
+     * usable after the refusal (an import rejects that row and goes on), as SQLite's statements do.
+     */
+    const guardedWrite = async (resource: string, uuid: string, sql: string, args: SqlValue[]) => {
+      await q("SAVEPOINT row");
+      try {
+        await q(sql, args);
+        await q("RELEASE SAVEPOINT row");
+      } catch (e) {
+        await q("ROLLBACK TO SAVEPOINT row");
+        await q("RELEASE SAVEPOINT row");
+        this.writeError(e, resource, uuid);
+      }
+    };
+    return {
+      // Locked until the transaction ends: a concurrent update of the same record waits and then sees this one.
+      get: async (resource, uuid) => ((await q(`SELECT ${PG_COLS} FROM ${t(resource)} WHERE uuid = ? FOR UPDATE`, [uuid]))[0] as StoredRecord | undefined) ?? null,
+      insert: async (resource, rec) => {
+        const args = [rec.uuid, rec.data, rec._created, rec._modified, rec._created_by, rec._modified_by];
+        if (!this.guarded.has(resource)) {
+          // Only the uuid can clash: no savepoint needed (one round trip per row of an import).
+          const r = await q(`INSERT INTO ${t(resource)} (uuid, data, _created, _modified, _created_by, _modified_by) VALUES (?, (?::text)::json, ?, ?, ?, ?)
+            ON CONFLICT (uuid) DO NOTHING`, args);
+          if (!r.count) throw new AppError(409, "RESOURCE_EXISTS", `${resource}/${rec.uuid} already exists`);
+        } else {
+          await guardedWrite(resource, rec.uuid, `INSERT INTO ${t(resource)} (uuid, data, _created, _modified, _created_by, _modified_by) VALUES (?, (?::text)::json, ?, ?, ?, ?)`, args);
+        }
+        touched.add(resource);
+      },
+      update: async (resource, rec) => {
+        const sql = `UPDATE ${t(resource)} SET data = (?::text)::json, _modified = ?, _modified_by = ? WHERE uuid = ?`;
+        const args = [rec.data, rec._modified, rec._modified_by, rec.uuid];
+        if (this.guarded.has(resource)) await guardedWrite(resource, rec.uuid, sql, args);
+        else await q(sql, args);
+        touched.add(resource);
+      },
+      delete: async (resource, uuid) => {
+        const r = await q(`DELETE FROM ${t(resource)} WHERE uuid = ?`, [uuid]);
+        if (!r.count) return false;
+        touched.add(resource);
+        return true;
+      },
+      deleteAll: async (resource, history) => {
+        if (history) {
+          // Records never changed get their creation entry first, as any single delete would.
+          await q(`INSERT INTO _resd_history (resource, uuid, action, at, "user", data, _created)
+              SELECT ?, r.uuid, 'create', r._created * 1000, r._created_by, r.data::text, r._created FROM ${t(resource)} r
+              WHERE NOT EXISTS (SELECT 1 FROM _resd_history h WHERE h.resource = ? AND h.uuid = r.uuid) ORDER BY r.id`, [resource, resource]);
+          await q(`INSERT INTO _resd_history (resource, uuid, action, at, "user", data, _created)
+              SELECT ?, uuid, 'delete', ?, ?, data::text, _created FROM ${t(resource)} ORDER BY id`, [resource, history.at, history.user]);
+        }
+        const n = (await q(`DELETE FROM ${t(resource)}`)).count;
+        touched.add(resource);
+        return n;
+      },
+      addHistory: async (e) => {
+        await q(`INSERT INTO _resd_history (resource, uuid, action, at, "user", data, _created) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+          [e.resource, e.uuid, e.action, e.at, e.user, e.data, e._created]);
+      },
+      insertMany: async (resource, recs) => {
+        // One statement per few hundred rows: a copy of a million records is not a million round trips.
+        for (let i = 0; i < recs.length; i += INSERT_BATCH) {
+          const batch = recs.slice(i, i + INSERT_BATCH);
+          const values = batch.map(() => "(?, (?::text)::json, ?, ?, ?, ?)").join(", ");
+          await q("SAVEPOINT batch");
+          try {
+            await q(`INSERT INTO ${t(resource)} (uuid, data, _created, _modified, _created_by, _modified_by) VALUES ${values}`,
+              batch.flatMap((r) => [r.uuid, r.data, r._created, r._modified, r._created_by, r._modified_by]));
+            await q("RELEASE SAVEPOINT batch");
+          } catch (e) {
+            // Name the record that was refused: the batch again, row by row, up to the one that fails.
+            await q("ROLLBACK TO SAVEPOINT batch");
+            for (const r of batch) {
+              try {
+                await q(`INSERT INTO ${t(resource)} (uuid, data, _created, _modified, _created_by, _modified_by) VALUES (?, (?::text)::json, ?, ?, ?, ?)`,
+                  [r.uuid, r.data, r._created, r._modified, r._created_by, r._modified_by]);
+              } catch (one) {
+                this.writeError(one, resource, r.uuid, true);
+              }
+            }
+            throw e;
+          }
+        }
+        touched.add(resource);
+      },
+      readAll: (resource) => this.cursorOn<StoredRecord>(db, `SELECT ${PG_COLS} FROM ${t(resource)} ORDER BY id`),
+      readHistory: () => this.cursorOn<HistoryEntry>(db, `SELECT ${historyCols()} FROM _resd_history ORDER BY id`),
+      addCreationIfMissing: async (resource, row) => {
+        await q(`INSERT INTO _resd_history (resource, uuid, action, at, "user", data, _created)
+            SELECT ?, ?, 'create', ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM _resd_history WHERE resource = ? AND uuid = ?)`,
+        [resource, row.uuid, row._created * 1000, row._created_by, row.data, row._created, resource, row.uuid]);
+      },
+      lastChange: async (resource) => Number(((await q("SELECT changed_ms FROM _resd_changes WHERE resource = ?", [resource]))[0] as { changed_ms: string } | undefined)?.changed_ms ?? 0),
+      afterCommit: (fn) => after.push(fn),
+      enqueueJob: async (job) => insertPgJob(db, job),
+    };
+  }
+}
