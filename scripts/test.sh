@@ -22,8 +22,9 @@ export RESD_TEST_POSTGRES_URL
 #   imports read on one thread, which the other import tests cover);
 # - tests of what lies in front of the store: the admin pages in a browser (their API calls are
 #   admin-api and admin-forms-api, which do run), command-line parsing and exit codes, pipes,
-#   settings display, README, URL masking, and the generated client types.
-SAME_ON_BOTH="house-rules|build-sharp|files-units|hooks-unit|jobs-queue-plan|json-members|ops-tar|permissions|query-compiler|release-binary|store-checkpointer|store-counts|store-memo|store-transactions|transfer-format|transfer-keytable|scale-out|transfer-migrate-store|transfer-worker|admin-pages|admin-forms|cli-exit-codes|cli-pipes|ops-config|readme|mask-url|openapi-client"
+#   settings display, README, URL masking, and the generated client types;
+# - what happens before a request reaches the store: slow request bodies, security headers.
+SAME_ON_BOTH="house-rules|limits-slow-bodies|security-headers|build-sharp|files-units|hooks-unit|jobs-queue-plan|json-members|ops-tar|permissions|query-compiler|release-binary|store-checkpointer|store-counts|store-memo|store-transactions|transfer-format|transfer-keytable|scale-out|transfer-migrate-store|transfer-worker|admin-pages|admin-forms|cli-exit-codes|cli-pipes|ops-config|readme|mask-url|openapi-client"
 
 logs=$(mktemp -d)
 echo "== tests on SQLite"
