@@ -10,20 +10,17 @@
 import type { Server } from "bun";
 import type { Principal } from "../core/access/permissions";
 
-type Answer = (request: Request) => Response | Promise<Response>;
-
-/** The server each request arrived at, which alone can tell its peer's address. */
-const arrivals = new WeakMap<Request, Server<undefined>>();
+import type { Site } from "../core/site";
 
 /**
- * Notes the server of every request `answer` gets. `serverOf` is read per request: the server
- * exists only once Bun.serve, which takes this answer, has returned.
+ * The server that serves a site, which alone can tell a request's peer address. Kept per site, not
+ * per request: a note on every request (a WeakMap entry each) cost the busiest paths a few per cent.
  */
-export function notingArrivals(serverOf: () => Server<undefined>, answer: Answer): Answer {
-  return (request) => {
-    arrivals.set(request, serverOf());
-    return answer(request);
-  };
+const servers = new WeakMap<Site, () => Server<undefined>>();
+
+/** `serverOf` is read when asked: the server exists only once Bun.serve has returned. */
+export function servedBy(site: Site, serverOf: () => Server<undefined>): void {
+  servers.set(site, serverOf);
 }
 
 /** An IPv4 address as it is, an IPv6 address as its /64 (an IPv4 address mapped into IPv6 as IPv4). */
@@ -44,9 +41,9 @@ export function addressKey(address: string): string {
  * work, never refused). An anonymous request whose address is unknown (a Unix socket, a request
  * rebuilt on another URL) counts as one shared caller.
  */
-export function callerKey(request: Request, p: Principal): string | undefined {
+export function callerKey(site: Site, request: Request, p: Principal): string | undefined {
   if (p.kind === "user" && p.uuid) return `user:${p.uuid}`;
   if (p.kind === "system") return undefined;
-  const address = arrivals.get(request)?.requestIP(request)?.address;
+  const address = servers.get(site)?.().requestIP(request)?.address;
   return address ? `address:${addressKey(address)}` : "anonymous";
 }

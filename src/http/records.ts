@@ -24,7 +24,7 @@ async function collection(c: Ctx, resource: string): Promise<Response> {
       const r = await listRecords(c.site, p, resource, {
         limit: q.get("limit") ?? undefined, offset: q.get("offset") ?? undefined, sort: q.get("sort") ?? undefined,
         filter: q.get("filter") ?? undefined, search: q.get("search") ?? undefined,
-      }, callerKey(c.request, p));
+      }, callerKey(c.site, c.request, p));
       const lm = lastModifiedHeader(r.lastChange);
       // lastChange grows with every commit of the resource: with the query it names this answer.
       const etag = weakEtag(c.site, resource, r.lastChange, c.url().search, p.uuid ?? p.kind);

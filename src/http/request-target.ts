@@ -43,8 +43,8 @@ function checkDecodable(url: string): void {
 
 /** The request with a well-formed absolute URL, or throws 400 for a target that is not a path. */
 export function normalizeTarget(request: Request): Request {
-  checkDecodable(request.url);
-  const raw = request.url;
+  const raw = request.url; // built anew by Bun at each access: read once
+  checkDecodable(raw);
   if (raw.startsWith("http://") || raw.startsWith("https://")) {
     const u = URL.parse(raw);
     if (u && u.origin.length < ROUTER_PATH_OFFSET) return rebuild(request, u.pathname + u.search, FALLBACK_ORIGIN);

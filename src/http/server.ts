@@ -12,7 +12,7 @@ import { errorResponse } from "./errors";
 import { flushLogs, logEvent, logRequest, resolveLogFormat, setLogFormat } from "./logging";
 import { startHooks, stopHooks } from "../core/extensions/runtime";
 import { withCors } from "./cors";
-import { notingArrivals } from "./caller";
+import { servedBy } from "./caller";
 import { declaresBody, guardBodies } from "./body-limits";
 import { withSecurityHeaders } from "./security-headers";
 import { normalizeTarget } from "./request-target";
@@ -173,7 +173,8 @@ export async function startServer(site: Site, opts: { quiet?: boolean; signals?:
   // Once it answers, the server is asked for a caller's address (fair share of list queries) and
   // to move a request's timer (body deadlines).
   const bun = { server: () => server, idleTimeout: IDLE_TIMEOUT_S };
-  const all = notingArrivals(() => server, withCors(site.config.corsOrigins, guardBodies(site.config, bun, logged((request) => app.fetch(request)))));
+  servedBy(site, () => server);
+  const all = withCors(site.config.corsOrigins, guardBodies(site.config, bun, logged((request) => app.fetch(request))));
   const server = Bun.serve({
     hostname: site.config.host,
     port: site.config.port,
