@@ -21,6 +21,8 @@ function isEmpty(f: FieldView, v: unknown): boolean {
 }
 
 const LEAVE = "This form has unsaved changes. Leave without saving?";
+/** Inputs where Enter means the control's own action, never "submit the form". */
+const IMPLICIT_OK = new Set(["submit", "button", "reset", "image"]);
 
 export function RecordPage({ def, uuid, readOnly }: { def: ResourceView; uuid: string | null; readOnly: boolean }) {
   const values = useSignal<Values | null>(null);
@@ -87,6 +89,19 @@ export function RecordPage({ def, uuid, readOnly }: { def: ResourceView; uuid: s
     }
   };
 
+  /**
+   * Saving is an explicit action: Enter in a one-line field would submit the form (a half-typed
+   * title became a record), so it is held back there; Ctrl+S or Cmd+S saves from anywhere in it.
+   */
+  const onKeyDown = (e: KeyboardEvent) => {
+    if ((e.ctrlKey || e.metaKey) && !e.altKey && !e.shiftKey && e.key.toLowerCase() === "s") {
+      e.preventDefault();
+      if (!ro && !saving.value) void save(e);
+      return;
+    }
+    if (e.key === "Enter" && e.target instanceof HTMLInputElement && !IMPLICIT_OK.has(e.target.type)) e.preventDefault();
+  };
+
   const fromDocument = async (file: File | undefined) => {
     if (!file) return;
     importing.value = true;
@@ -119,7 +134,7 @@ export function RecordPage({ def, uuid, readOnly }: { def: ResourceView; uuid: s
       )}
       {!v && !message.value && <p role="status">Loading…</p>}
       {v && (
-        <form onSubmit={save} class="fields" noValidate>
+        <form onSubmit={save} onKeyDown={onKeyDown} class="fields" noValidate>
           {Object.entries(def.fields).filter(([name]) => !companions.has(name)).map(([name, f]) => {
             const id = `field-${name}`;
             const set = (x: unknown) => (values.value = { ...values.value, [name]: x });

@@ -1,0 +1,76 @@
+/**
+ * The editor's day (issue 33), in chromium: defects an editorial trial found in the admin pages,
+ * each as the editor met it.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { adminSite } from "./helpers/site";
+
+const articles = {
+  name: { singular: "Article", plural: "Articles" },
+  fields: {
+    title: { type: "text", required: true },
+    summary: { type: "textarea" },
+    rating: { type: "number" },
+  },
+};
+
+let s: Awaited<ReturnType<typeof adminSite>>;
+let browser: Browser;
+beforeAll(async () => {
+  s = await adminSite({ defs: { articles } });
+  browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox"] });
+}, 60_000);
+afterAll(async () => {
+  await browser?.close();
+  await s?.cleanup();
+});
+
+async function signedIn(path: string): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  page.on("pageerror", (e) => console.error("pageerror:", e.message));
+  await page.goto(`${s.base}/admin/sign-in?next=${encodeURIComponent(path)}`);
+  await page.getByLabel("E-mail").fill("admin@example.com");
+  await page.getByLabel("Password").fill("admin-password");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.waitForURL((u) => u.pathname === path.split("?")[0]);
+  return page;
+}
+
+const count = async () => (await s.apiJson("GET", "/api/v1/articles?limit=1")).body!.total as number;
+
+describe("3. saving is an explicit action", () => {
+  test("Enter in a single-line field creates nothing; the Save button and Ctrl+S save", async () => {
+    const before = await count();
+    const page = await signedIn("/admin/articles/new");
+    const title = page.locator('[data-field="title"] input');
+    await title.fill("Half-typed title");
+    await title.press("Enter");
+    await page.locator('[data-field="rating"] input').fill("3");
+    await page.locator('[data-field="rating"] input').press("Enter");
+    // Give a submission every chance to arrive before looking.
+    await Bun.sleep(500);
+    expect(await count()).toBe(before);
+    expect(new URL(page.url()).pathname).toBe("/admin/articles/new");
+    // Enter still makes new lines where text has lines.
+    await page.locator('[data-field="summary"] textarea').fill("first");
+    await page.locator('[data-field="summary"] textarea').press("Enter");
+    await page.locator('[data-field="summary"] textarea').type("second");
+    expect(await page.locator('[data-field="summary"] textarea').inputValue()).toBe("first\nsecond");
+    // Ctrl+S saves from anywhere in the form.
+    await title.press("Control+s");
+    await page.waitForURL((u) => /^\/admin\/articles\/[^/]+$/.test(u.pathname) && !u.pathname.endsWith("/new"));
+    expect(await count()).toBe(before + 1);
+    const uuid = new URL(page.url()).pathname.split("/").at(-1)!;
+    expect((await s.apiJson("GET", `/api/v1/articles/${uuid}`)).body!.articles[uuid]).toMatchObject({ title: "Half-typed title", summary: "first\nsecond", rating: 3 });
+    // On an existing record Enter changes nothing on the server either; Meta+S (macOS) saves too.
+    await title.fill("Edited title");
+    await title.press("Enter");
+    await Bun.sleep(300);
+    expect((await s.apiJson("GET", `/api/v1/articles/${uuid}`)).body!.articles[uuid].title).toBe("Half-typed title");
+    await title.press("Meta+s");
+    await page.getByText("Saved.").waitFor();
+    expect((await s.apiJson("GET", `/api/v1/articles/${uuid}`)).body!.articles[uuid].title).toBe("Edited title");
+    await page.close();
+  });
+});
