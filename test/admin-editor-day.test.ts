@@ -12,6 +12,7 @@ const articles = {
     title: { type: "text", required: true },
     summary: { type: "textarea" },
     rating: { type: "number" },
+    body: { type: "html", buttons: "h2,bold", admin_col: false },
   },
 };
 
@@ -71,6 +72,37 @@ describe("3. saving is an explicit action", () => {
     await title.press("Meta+s");
     await page.getByText("Saved.").waitFor();
     expect((await s.apiJson("GET", `/api/v1/articles/${uuid}`)).body!.articles[uuid].title).toBe("Edited title");
+    await page.close();
+  });
+});
+
+describe("2. the html editor's toolbar is there from the first paint", () => {
+  const toolbar = (page: Page) => page.locator('[data-html-field="body"] [role="toolbar"]');
+
+  test("on a new form: reached by keyboard, a heading started before any keystroke in the text", async () => {
+    const page = await signedIn("/admin/articles/new");
+    await page.locator('[data-field="title"] input').fill("With a heading");
+    await toolbar(page).locator('[data-button="h2"]').waitFor({ timeout: 3000 });
+    // Tab from the field before the editor reaches the toolbar, without touching the editor.
+    await page.locator('[data-field="rating"] input').focus();
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate("document.activeElement?.dataset?.button")).toBe("h2");
+    await page.keyboard.press("Enter");
+    await page.locator('[data-html-field="body"] .html-editor').click();
+    await page.keyboard.type("Chapter one");
+    await page.locator("form.fields").press("Control+s");
+    await page.waitForURL((u) => !u.pathname.endsWith("/new"));
+    const uuid = new URL(page.url()).pathname.split("/").at(-1)!;
+    expect((await s.apiJson("GET", `/api/v1/articles/${uuid}`)).body!.articles[uuid].body).toBe("<h2>Chapter one</h2>");
+    await page.close();
+  });
+
+  test("on an existing record, at once", async () => {
+    const created = await s.apiJson("POST", "/api/v1/articles", { title: "Existing", body: "<p>Some text</p>" });
+    const uuid = Object.keys(created.body!.articles)[0];
+    const page = await signedIn(`/admin/articles/${uuid}`);
+    await toolbar(page).locator('[data-button="bold"]').waitFor({ timeout: 3000 });
+    expect(await toolbar(page).locator("button").count()).toBe(2);
     await page.close();
   });
 });

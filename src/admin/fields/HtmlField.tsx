@@ -74,6 +74,9 @@ export function HtmlField({ id, name, field, value, onChange, readOnly, def }: F
       onBlur: () => setTimeout(() => { if (!editor.current?.isFocused) bubble.value = null; }, 150),
     });
     editor.current = ed;
+    // The toolbar renders once the editor exists: render again now, not at the first transaction
+    // (a keystroke), so that it is there to reach by keyboard and to start with a heading.
+    tick.value += 1;
     return () => ed.destroy();
   }, []);
 
@@ -83,6 +86,8 @@ export function HtmlField({ id, name, field, value, onChange, readOnly, def }: F
     if (ed && !ed.isFocused && html !== (ed.isEmpty ? "" : ed.getHTML())) ed.commands.setContent(html, { emitUpdate: false });
   }, [html]);
 
+  // Read before the editor exists too: only a signal read in render subscribes it.
+  const ticks = tick.value;
   const ed = editor.current;
   const main = specs.filter((s) => !s.insert);
   const inserts = specs.filter((s) => s.insert);
@@ -91,16 +96,16 @@ export function HtmlField({ id, name, field, value, onChange, readOnly, def }: F
     <div class="html-field" data-html-field={name}>
       {!readOnly && ed && (
         <div class="toolbar-row" role="toolbar" aria-label={`${field.label} formatting`}>
-          <Toolbar specs={main} editor={ed} tick={tick.value} label={field.label} />
+          <Toolbar specs={main} editor={ed} tick={ticks} label={field.label} />
           {(field.media || inserts.length > 0) && <span class="sep" aria-hidden="true" />}
           {field.media && <button type="button" class="tool" data-button="media" onClick={() => (picking.value = true)}>Media</button>}
-          <Toolbar specs={inserts} editor={ed} tick={tick.value} label={field.label} />
+          <Toolbar specs={inserts} editor={ed} tick={ticks} label={field.label} />
         </div>
       )}
       <div class="editor-host" ref={host}>
         {!readOnly && ed && bubble.value && bubbles.length > 0 && (
           <div class="bubble" role="toolbar" aria-label="Selection" style={{ left: `${bubble.value.left}px`, top: `${bubble.value.top}px` }}>
-            <Toolbar specs={bubbles} editor={ed} tick={tick.value} label={`${field.label}, selection`} />
+            <Toolbar specs={bubbles} editor={ed} tick={ticks} label={`${field.label}, selection`} />
           </div>
         )}
       </div>
