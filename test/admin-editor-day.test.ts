@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { adminSite } from "./helpers/site";
+import { signedInPage } from "./helpers/page-wait";
 
 const articles = {
   name: { singular: "Article", plural: "Articles" },
@@ -27,16 +28,7 @@ afterAll(async () => {
   await s?.cleanup();
 });
 
-async function signedIn(path: string): Promise<Page> {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  page.on("pageerror", (e) => console.error("pageerror:", e.message));
-  await page.goto(`${s.base}/admin/sign-in?next=${encodeURIComponent(path)}`);
-  await page.getByLabel("E-mail").fill("admin@example.com");
-  await page.getByLabel("Password").fill("admin-password");
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.waitForURL((u) => u.pathname === path.split("?")[0]);
-  return page;
-}
+const signedIn = (path: string) => signedInPage(browser, s.base, path);
 
 const count = async () => (await s.apiJson("GET", "/api/v1/articles?limit=1")).body!.total as number;
 

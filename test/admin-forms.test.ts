@@ -11,7 +11,7 @@ import type { Server } from "bun";
 import { join } from "node:path";
 import { adminSite, ROOT } from "./helpers/site";
 import { docx } from "./helpers/docx";
-import { until } from "./helpers/page-wait";
+import { signedInPage, until } from "./helpers/page-wait";
 
 const articles = {
   name: { singular: "Article", plural: "Articles" },
@@ -108,16 +108,7 @@ afterAll(async () => {
   tileServer.stop(true);
 });
 
-async function signedIn(path: string): Promise<Page> {
-  const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
-  page.on("pageerror", (e) => console.error("pageerror:", e.message));
-  await page.goto(`${s.base}/admin/sign-in?next=${encodeURIComponent(path)}`);
-  await page.getByLabel("E-mail").fill("admin@example.com");
-  await page.getByLabel("Password").fill("admin-password");
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.waitForURL((u) => u.pathname === path.split("?")[0]);
-  return page;
-}
+const signedIn = (path: string) => signedInPage(browser, s.base, path, { width: 1200, height: 900 });
 
 const field = (page: Page, name: string) => page.locator(`form.fields > [data-field="${name}"]`);
 const editorOf = (page: Page, name: string) => page.locator(`[data-html-field="${name}"] .html-editor`);

@@ -1,5 +1,5 @@
-/** Waiting in the admin pages, under their Content-Security-Policy. */
-import type { Page } from "playwright-core";
+/** Signing in and waiting in the admin pages, under their Content-Security-Policy. */
+import type { Browser, Page } from "playwright-core";
 
 /**
  * Waits until an expression (a promise's result included) is true in the page. Not
@@ -13,4 +13,16 @@ export async function until(page: Page, expression: string, timeoutMs = 10_000):
     if (Date.now() > deadline) throw new Error(`still false after ${timeoutMs} ms: ${expression}`);
     await Bun.sleep(50);
   }
+}
+
+/** A new page signed in as the test site's admin, at `path` of the admin pages. */
+export async function signedInPage(browser: Browser, base: string, path: string, viewport = { width: 1280, height: 800 }): Promise<Page> {
+  const page = await browser.newPage({ viewport });
+  page.on("pageerror", (e) => console.error("pageerror:", e.message));
+  await page.goto(`${base}/admin/sign-in?next=${encodeURIComponent(path)}`);
+  await page.getByLabel("E-mail").fill("admin@example.com");
+  await page.getByLabel("Password").fill("admin-password");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.waitForURL((u) => u.pathname === path.split("?")[0]);
+  return page;
 }
