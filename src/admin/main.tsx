@@ -1,5 +1,8 @@
 import { render } from "preact";
 import "./styles.css";
+import "./styles/media.css";
+import "./styles/pickers.css";
+import "./styles/narrow.css";
 import { App } from "./app";
 
 render(<App />, document.getElementById("app")!);
