@@ -153,7 +153,16 @@ describe("admin pages in chromium", () => {
     await page.getByRole("button", { name: "Next" }).click();
     await page.waitForURL(/page=2/);
     expect(await firstTitle(page, "Note 19")).toBe("Note 19");
-    expect(await page.getByText("Page 2 of 3").count()).toBe(1);
+    expect(await page.locator("nav.pager input[name=page]").inputValue()).toBe("2");
+    expect(await page.locator("nav.pager").textContent()).toContain("of 3");
+    // A page is reached by its number; one past the end shows the last page.
+    await page.locator("nav.pager input[name=page]").fill("3");
+    await page.locator("nav.pager input[name=page]").press("Enter");
+    await page.waitForURL(/page=3/);
+    expect(await firstTitle(page, "Note 09")).toBe("Note 09");
+    await page.goto(page.url().replace("page=3", "page=40"));
+    await page.waitForURL(/page=3(&|$)/);
+    expect(await page.locator("nav.pager input[name=page]").inputValue()).toBe("3");
     await page.close();
   });
 
@@ -162,7 +171,8 @@ describe("admin pages in chromium", () => {
     await settled(page);
     expect(await titles(page)).toEqual(["Note 05"]);
     const uuid = (await page.locator("tbody tr[data-uuid]").first().getAttribute("data-uuid"))!;
-    await page.locator("tbody tr", { hasText: "Note 05" }).getByRole("button", { name: "Delete" }).click();
+    await page.locator("tbody tr", { hasText: "Note 05" }).getByRole("button", { name: "Actions" }).click();
+    await page.getByRole("menuitem", { name: "Delete" }).click();
     await page.locator("tbody tr[data-uuid]").first().waitFor({ state: "detached" });
     expect((await s.apiJson("GET", `/api/v1/notes/${uuid}`)).status).toBe(404);
     await page.getByRole("button", { name: "Deleted" }).click();
@@ -174,12 +184,15 @@ describe("admin pages in chromium", () => {
     expect((await s.apiJson("PUT", `/api/v1/notes/${uuid}`, { title: "Note 05 changed" })).status).toBe(200);
     await page.goto(`${s.base}/admin/notes?filter[status]=&search=Note%2005`);
     await settled(page);
-    await page.locator(`tbody tr[data-uuid="${uuid}"]`).getByRole("button", { name: "History" }).click();
+    await page.locator(`tbody tr[data-uuid="${uuid}"]`).getByRole("button", { name: "Actions" }).click();
+    await page.getByRole("menuitem", { name: "History" }).click();
     const dialog = page.locator("dialog");
-    await dialog.locator("li", { hasText: "update" }).first().waitFor();
+    await dialog.locator("li", { hasText: "Changed" }).first().waitFor();
     expect(await dialog.locator(".diff td.new").allTextContents()).toContain("Note 05 changed");
-    await dialog.locator("li", { hasText: "create" }).getByRole("button", { name: "Roll back to this version" }).click();
-    await dialog.locator("li", { hasText: "restore" }).first().waitFor();
+    await dialog.locator("li", { hasText: "Created" }).getByRole("button", { name: "Roll back to this version" }).click();
+    // The roll back closes the dialog and the row shows the version rolled back to.
+    await page.locator(`tbody tr[data-uuid="${uuid}"] td[data-col=title]`, { hasText: /^Note 05$/ }).waitFor({ timeout: 3000 });
+    expect(await page.locator("dialog[open]").count()).toBe(0);
     expect((await s.apiJson("GET", `/api/v1/notes/${uuid}`)).body!.notes[uuid].title).toBe("Note 05");
     await page.close();
   });
@@ -239,7 +252,7 @@ describe("admin pages in chromium", () => {
     const bulk = page.locator("section.bulk");
     await bulk.locator("select").first().selectOption("status");
     await bulk.locator("select").nth(1).selectOption("done");
-    await bulk.getByRole("button", { name: "Apply to all" }).click();
+    await bulk.getByRole("button", { name: "Apply to selected" }).click();
     await rows.nth(before - 2).waitFor({ state: "detached", timeout: 10_000 });
     for (const u of uuids) expect((await s.apiJson("GET", `/api/v1/notes/${u}`)).body!.notes[u].status).toBe("done");
 

@@ -180,7 +180,7 @@ function resourcePaths(p: Principal, def: ResourceDef, paths: Record<string, Pat
   if (may("view")) {
     paths[`/api/v1/${r}/{uuid}/history`] = { parameters: [uuidParam], get: {
       tags, summary: `History of one of ${r}, oldest first`, operationId: `${r}.history`,
-      responses: { "200": { description: "entries {id, action, at, user, record}", content: { "application/json": { schema: { allOf: [ref("Envelope"), { type: "object", properties: { history: { type: "array", items: ref("HistoryEntry") } } }] } } } }, ...errorRefs(401, 403, 404) },
+      responses: { "200": { description: "entries {id, action, at, user, record}; `users` names each entry's user (e-mail only for callers who may view users)", content: { "application/json": { schema: { allOf: [ref("Envelope"), { type: "object", properties: { history: { type: "array", items: ref("HistoryEntry") }, users: { type: "object", additionalProperties: { type: "object", properties: { name: { type: "string", nullable: true }, email: { type: "string" } }, required: ["name"] } } } }] } } } }, ...errorRefs(401, 403, 404) },
     } };
   }
   if (may("edit") && may("create")) {

@@ -1,6 +1,7 @@
 /** `/api/v1/{resource}` and `/api/v1/{resource}/{uuid}`: the generic record interface. */
 import { Elysia } from "elysia";
 import { AppError, methodNotAllowed } from "../core/errors";
+import { historyAuthors } from "../core/records/authors";
 import {
   bulkUpdate, createRecord, deleteAllRecords, deleteRecord, listRecords, readRecord, readRecordNow, recordHistory, restoreRecord, updateRecord,
 } from "../core/records/service";
@@ -100,8 +101,10 @@ function recordAnswer(site: Site, request: Request, def: ResourceDef, row: Store
 
 async function history(c: Ctx, resource: string, uuid: string): Promise<Response> {
   if (c.request.method !== "GET") throw methodNotAllowed("GET");
-  const entries = await recordHistory(c.site, await c.principal(), resource, uuid);
-  return json(200, { count: entries.length, history: entries }, c.t0);
+  const p = await c.principal();
+  const entries = await recordHistory(c.site, p, resource, uuid);
+  const users = await historyAuthors(c.site, p, entries.map((e) => e.user));
+  return json(200, { count: entries.length, history: entries, users }, c.t0);
 }
 
 async function restore(c: Ctx, resource: string, uuid: string): Promise<Response> {

@@ -1,23 +1,47 @@
-/** Actions on the selected rows: delete, export, or set one field for all in one atomic bulk PUT. */
+/**
+ * Actions on the selected rows: delete, export, or set one field for all in one atomic bulk PUT.
+ * Setting a field is spelled out before it happens (a value, or "clear" chosen on purpose, and a
+ * confirmation naming the count), because a trial's "—" once overwrote a whole selection; the last
+ * change can be undone while its rows are still the ones shown.
+ */
 import { useSignal } from "@preact/signals";
-import { api, ApiError } from "../api";
-import type { ResourceView } from "../state";
+import { api, ApiError, type Envelope } from "../api";
+import type { FieldView, ResourceView } from "../state";
 import type { Row } from "../rows";
+import { display } from "./Cell";
 
-export function BulkBar({ def, rows, uuids, onDone }: { def: ResourceView; rows: Row[]; uuids: string[]; onDone: () => void }) {
+/** The value choice that means "remove the value", distinct from every option a select can have. */
+const CLEAR = "\u0000clear";
+const SETTABLE = new Set(["text", "select", "boolean", "number", "date", "email", "url", "color", "textarea"]);
+
+type Undo = { label: string; field: string; set: unknown; before: Record<string, unknown> };
+
+function parse(f: FieldView, raw: string): unknown {
+  if (raw === CLEAR) return null;
+  if (f.type === "boolean") return raw === "1";
+  if (f.type === "number") return Number(raw);
+  return raw;
+}
+
+export function BulkBar({ def, rows, uuids, onDone }: { def: ResourceView; rows: Row[]; uuids: string[]; onDone: () => Promise<void> | void }) {
   const field = useSignal("");
   const value = useSignal("");
   const errors = useSignal<Record<string, string>>({});
   const message = useSignal("");
-  const settable = Object.entries(def.fields).filter(([, f]) => !f.write_only && !f.multi && !f.i18n && ["text", "select", "boolean", "number", "date", "email", "url", "color", "textarea"].includes(f.type));
+  const undo = useSignal<Undo | null>(null);
+  const busy = useSignal(false);
+  const settable = Object.entries(def.fields).filter(([, f]) => !f.write_only && !f.multi && !f.i18n && SETTABLE.has(f.type));
   const chosen = def.fields[field.value];
+  const noun = (n: number) => (n === 1 ? def.label.singular : def.label.plural).toLowerCase();
+  const invalidNumber = chosen?.type === "number" && value.value !== CLEAR && value.value.trim() !== "" && !Number.isFinite(Number(value.value));
+  const ready = Boolean(chosen) && value.value !== "" && !invalidNumber && !busy.value;
 
   const removeAll = async () => {
-    if (!confirm(`Delete ${uuids.length} records? They can be restored for 90 days.`)) return;
+    if (!confirm(`Delete ${uuids.length} ${noun(uuids.length)}? They can be restored for 90 days.`)) return;
     const failed: Record<string, string> = {};
     for (const uuid of uuids) await api("DELETE", `/${def.name}/${uuid}`).catch((e: ApiError) => (failed[uuid] = e.message));
     errors.value = failed;
-    if (!Object.keys(failed).length) onDone();
+    await onDone();
   };
   const exportSelected = () => {
     const chosenRows = rows.filter((r) => uuids.includes(r.uuid));
@@ -28,25 +52,67 @@ export function BulkBar({ def, rows, uuids, onDone }: { def: ResourceView; rows:
     a.click();
     URL.revokeObjectURL(a.href);
   };
+  const put = (changes: Record<string, Record<string, unknown>>) => api("PUT", `/${def.name}`, changes);
+
   const setField = async (e: Event) => {
     e.preventDefault();
-    if (!chosen) return;
-    const v = chosen.type === "boolean" ? value.value === "1" : chosen.type === "number" ? (value.value === "" ? null : Number(value.value)) : value.value;
+    if (!chosen || !ready) return;
+    const clearing = value.value === CLEAR;
+    const v = parse(chosen, value.value);
+    const shown = chosen.type === "select" || chosen.type === "boolean" ? display(chosen, v) : String(v);
+    const what = clearing ? `Clear ${chosen.label}` : `Set ${chosen.label} to ${shown}`;
+    if (!confirm(`${what} on ${uuids.length} ${noun(uuids.length)}?`)) return;
+    const before = Object.fromEntries(rows.filter((r) => uuids.includes(r.uuid)).map((r) => [r.uuid, r[field.value] ?? null]));
+    busy.value = true;
     try {
-      await api("PUT", `/${def.name}`, Object.fromEntries(uuids.map((u) => [u, { [field.value]: v }])));
+      await put(Object.fromEntries(uuids.map((u) => [u, { [field.value]: v }])));
       errors.value = {};
-      message.value = `${uuids.length} records changed.`;
-      onDone();
+      const done = `${clearing ? `Cleared ${chosen.label}` : `Set ${chosen.label} to ${shown}`} on ${uuids.length} ${noun(uuids.length)}.`;
+      undo.value = { label: done, field: field.value, set: v, before };
+      message.value = done;
+      field.value = "";
+      value.value = "";
+      await onDone();
     } catch (err) {
       errors.value = (err as ApiError).body?.errors ?? { "": (err as Error).message };
+    } finally {
+      busy.value = false;
     }
   };
+
+  /**
+   * Puts back the values the rows had, in one atomic PUT, but only where the field still holds the
+   * value this change set: a record someone changed since keeps their change.
+   */
+  const undoLast = async () => {
+    const u = undo.value;
+    if (!u) return;
+    busy.value = true;
+    try {
+      const uuidsBefore = Object.keys(u.before);
+      const now = await Promise.all(uuidsBefore.map((uuid) => api<Envelope & Record<string, Record<string, Row>>>("GET", `/${def.name}/${uuid}`).then((r) => r.body[def.name]?.[uuid], () => undefined)));
+      const current = Object.fromEntries(now.filter((r): r is Row => Boolean(r)).map((r) => [r.uuid, r]));
+      const back = Object.fromEntries(Object.entries(u.before).filter(([uuid]) => JSON.stringify(current[uuid]?.[u.field] ?? null) === JSON.stringify(u.set)).map(([uuid, old]) => [uuid, { [u.field]: old }]));
+      if (Object.keys(back).length) await put(back);
+      const kept = Object.keys(u.before).length - Object.keys(back).length;
+      message.value = `Undone on ${Object.keys(back).length} ${noun(Object.keys(back).length)}${kept ? `; ${kept} changed since were left as they are` : ""}.`;
+      undo.value = null;
+      await onDone();
+    } catch (err) {
+      errors.value = (err as ApiError).body?.errors ?? { "": (err as Error).message };
+    } finally {
+      busy.value = false;
+    }
+  };
+
+  if (uuids.length === 0 && !message.value) return null;
+  const options = chosen?.type === "boolean" ? [{ value: "1", label: "Yes" }, { value: "0", label: "No" }] : chosen?.options ?? [];
   return (
     <section class="bulk" aria-label="Bulk actions">
-      <strong>{uuids.length} selected</strong>
-      {def.can.delete && <button type="button" class="danger" onClick={removeAll}>Delete selected</button>}
-      <button type="button" onClick={exportSelected}>Export selected</button>
-      {def.can.edit && settable.length > 0 && (
+      {uuids.length > 0 && <strong>{uuids.length} selected</strong>}
+      {uuids.length > 0 && def.can.delete && <button type="button" class="danger" onClick={removeAll}>Delete selected</button>}
+      {uuids.length > 0 && <button type="button" onClick={exportSelected}>Export selected</button>}
+      {uuids.length > 0 && def.can.edit && settable.length > 0 && (
         <form onSubmit={setField} class="inline">
           <label>Set <select value={field.value} onChange={(e) => { field.value = (e.target as HTMLSelectElement).value; value.value = ""; }}>
             <option value="">field…</option>
@@ -54,16 +120,23 @@ export function BulkBar({ def, rows, uuids, onDone }: { def: ResourceView; rows:
           </select></label>
           {chosen && (chosen.type === "select" || chosen.type === "boolean" ? (
             <label>to <select value={value.value} onChange={(e) => (value.value = (e.target as HTMLSelectElement).value)}>
-              <option value="">—</option>
-              {(chosen.type === "boolean" ? [{ value: "1", label: "Yes" }, { value: "0", label: "No" }] : chosen.options ?? []).map((o) => <option key={o.value} value={o.value}>{o.label}</option>)}
+              <option value="" disabled>choose…</option>
+              {options.map((o) => <option key={o.value} value={o.value}>{o.label}</option>)}
+              {!chosen.required && <option value={CLEAR}>Clear (no value)</option>}
             </select></label>
-          ) : <label>to <input value={value.value} onInput={(e) => { value.value = (e.target as HTMLInputElement).value; }} inputMode={chosen.type === "number" ? "decimal" : "text"} /></label>)}
-          <button type="submit" disabled={!chosen}>Apply to all</button>
+          ) : (
+            <>
+              <label>to <input value={value.value === CLEAR ? "" : value.value} disabled={value.value === CLEAR} aria-invalid={invalidNumber}
+                onInput={(e) => { value.value = (e.target as HTMLInputElement).value; }} inputMode={chosen.type === "number" ? "decimal" : "text"} /></label>
+              {!chosen.required && <label><input type="checkbox" checked={value.value === CLEAR} onChange={(e) => (value.value = (e.target as HTMLInputElement).checked ? CLEAR : "")} /> clear it</label>}
+            </>
+          ))}
+          <button type="submit" disabled={!ready}>Apply to selected</button>
         </form>
       )}
-      {message.value && <span role="status">{message.value}</span>}
+      {message.value && <span role="status">{message.value}{undo.value && <> <button type="button" class="link" disabled={busy.value} onClick={undoLast}>Undo</button></>}</span>}
       {Object.keys(errors.value).length > 0 && (
-        <ul class="error" role="alert">{Object.entries(errors.value).map(([k, v]) => <li key={k}>{k}: {v}</li>)}</ul>
+        <ul class="error" role="alert">{Object.entries(errors.value).map(([k, v]) => <li key={k}>{k ? `${k}: ` : ""}{v}</li>)}</ul>
       )}
     </section>
   );

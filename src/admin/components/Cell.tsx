@@ -3,11 +3,30 @@ import type { FieldView } from "../state";
 
 const date = (sec: number) => new Date(sec * 1000).toLocaleString();
 
-function translated(v: unknown, languages: string[]): unknown {
+/** An i18n value in the first of the browser's languages that has text, else the resource's first. */
+export function translated(v: unknown, languages: string[]): unknown {
   if (!v || typeof v !== "object" || Array.isArray(v)) return v;
   const o = v as Record<string, unknown>;
   const lang = [...navigator.languages.map((l) => l.slice(0, 2)), ...languages].find((l) => typeof o[l] === "string" && o[l] !== "");
   return lang ? o[lang] : "";
+}
+
+/** A single value as words: an option's label, Yes/No, an html text's words. */
+export function display(f: FieldView, v: unknown): string {
+  if (v === null || v === undefined || v === "") return "—";
+  switch (f.type) {
+    case "boolean": return v ? "Yes" : "No";
+    case "select": return f.options?.find((o) => o.value === String(v))?.label ?? String(v);
+    case "html": return htmlText(String(v));
+    default: return typeof v === "object" ? JSON.stringify(v) : String(v);
+  }
+}
+
+/** The text an html value shows, without its tags (parsed inertly: nothing loads or runs). */
+export function htmlText(html: string): string {
+  const doc = new DOMParser().parseFromString(html, "text/html");
+  for (const b of doc.querySelectorAll("p, h1, h2, h3, h4, h5, h6, li, br, div, blockquote, tr")) b.append(" ");
+  return (doc.body.textContent ?? "").replace(/\s+/g, " ").trim();
 }
 
 function one(f: FieldView, v: unknown) {
@@ -17,7 +36,7 @@ function one(f: FieldView, v: unknown) {
     case "select": return <>{f.options?.find((o) => o.value === String(v))?.label ?? String(v)}</>;
     case "image": return typeof v === "string" ? <img class="thumb" src={`/img/${v}/64w`} alt="" loading="lazy" width={48} /> : null;
     case "color": return <span class="swatch" style={{ background: String(v) }} title={String(v)} />;
-    case "html": return <>{String(v).replace(/<[^>]*>/g, " ").slice(0, 120)}</>;
+    case "html": return <>{htmlText(String(v)).slice(0, 120)}</>;
     case "date": return <>{String(v)}</>;
     case "group": return <>{Array.isArray(v) ? `${v.length} rows` : "…"}</>;
     default: return <>{typeof v === "object" ? JSON.stringify(v) : String(v).slice(0, 200)}</>;

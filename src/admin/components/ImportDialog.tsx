@@ -6,7 +6,8 @@ import { Dialog } from "./Dialog";
 type Stats = { imported?: number; created?: number; updated?: number; errors?: number; total?: number };
 type Answer = { code: number; success: boolean; message?: string; details?: string; stats?: Stats; errors_detail?: { row: number; field: string | null; reason: string; uuid?: string }[] };
 
-export function ImportDialog({ def, onClose }: { def: ResourceView; onClose: (changed: boolean) => void }) {
+/** `onImported` runs as soon as rows went in, so the list behind the dialog counts them at once. */
+export function ImportDialog({ def, onImported, onClose }: { def: ResourceView; onImported: () => void; onClose: () => void }) {
   const progress = useSignal<number | null>(null);
   const answer = useSignal<Answer | null>(null);
   const submit = (e: Event) => {
@@ -20,6 +21,7 @@ export function ImportDialog({ def, onClose }: { def: ResourceView; onClose: (ch
       progress.value = 100;
       try {
         answer.value = JSON.parse(xhr.responseText) as Answer;
+        if ((answer.value.stats?.created ?? 0) + (answer.value.stats?.updated ?? 0) > 0) onImported();
       } catch {
         answer.value = { code: xhr.status, success: false, message: xhr.statusText };
       }
@@ -31,7 +33,7 @@ export function ImportDialog({ def, onClose }: { def: ResourceView; onClose: (ch
   };
   const a = answer.value;
   return (
-    <Dialog title={`Import ${def.label.plural.toLowerCase()}`} onClose={() => onClose(Boolean(a?.stats))}>
+    <Dialog title={`Import ${def.label.plural.toLowerCase()}`} onClose={onClose}>
       <form onSubmit={submit}>
         <label>File (CSV, TSV or JSON)<input type="file" name="file" accept=".csv,.tsv,.json,text/csv,application/json" required /></label>
         <button type="submit" class="primary" disabled={progress.value !== null && !a}>Import</button>

@@ -5,7 +5,7 @@
 import { useEffect, useRef } from "preact/hooks";
 import { useSignal } from "@preact/signals";
 import { api, ApiError, query, type Envelope } from "../api";
-import { location, navigate, setParams } from "../router";
+import { location, setParams } from "../router";
 import { selectedFilters, filterParam, actionUrl } from "../filters";
 import type { ResourceView } from "../state";
 import { Cell, columnLabel } from "../components/Cell";
@@ -13,9 +13,11 @@ import { FilterBar } from "../components/FilterBar";
 import { HistoryDialog } from "../components/HistoryDialog";
 import { ImportDialog } from "../components/ImportDialog";
 import { BulkBar } from "../components/BulkBar";
-import type { Row } from "../rows";
+import { recordTitle, titleField, type Row } from "../rows";
+import { RowMenu, type MenuItem } from "../components/RowMenu";
 import { ColumnChooser } from "../components/ColumnChooser";
 import { DeletedList } from "../components/DeletedList";
+import { Icon } from "../components/Icon";
 
 type ListAnswer = Envelope & Record<string, Record<string, Row>>;
 
@@ -37,7 +39,8 @@ export function Overview({ def }: { def: ResourceView }) {
   const error = useSignal("");
   const loading = useSignal(true);
   const checked = useSignal<Set<string>>(new Set());
-  const historyOf = useSignal<string | null>(null);
+  const historyOf = useSignal<Row | null>(null);
+  const notice = useSignal("");
   const importing = useSignal(false);
   const showDeleted = useSignal(false);
   const cursor = useSignal(-1);
@@ -72,18 +75,40 @@ export function Overview({ def }: { def: ResourceView }) {
     return () => clearInterval(t);
   }, [listPath]);
 
+  // A page past the end (records deleted, a stale link) shows the last page instead of nothing.
   useEffect(() => {
+    if (total.value !== null && page > 1 && (page - 1) * pageSize.value >= total.value) goPage(Math.max(1, Math.ceil(total.value / pageSize.value)));
+  }, [total.value, page, pageSize.value]);
+
+  useEffect(() => {
+    /**
+     * One tab stop per row (its title link); the arrow keys reach the rest: up and down move between
+     * rows keeping the column, left and right between a row's checkbox, link and actions.
+     */
     const onKey = (e: KeyboardEvent) => {
-      const inField = (e.target as HTMLElement).closest("input, textarea, select, [contenteditable]");
-      if (e.key === "/" && !inField) {
+      const target = e.target as HTMLElement;
+      const inRow = target.closest<HTMLElement>("tr[data-index]");
+      const inField = target.closest("input:not([type=checkbox]), textarea, select, [contenteditable], [role=menu]");
+      if (e.key === "/" && !inField && !(target instanceof HTMLInputElement)) {
         e.preventDefault();
         searchInput.current?.focus();
-      } else if (!inField && (e.key === "ArrowDown" || e.key === "ArrowUp") && rows.value.length) {
+        return;
+      }
+      if (inField) return;
+      const stops = (tr: Element | null) => [...(tr?.querySelectorAll<HTMLElement>("[data-stop]") ?? [])];
+      if ((e.key === "ArrowDown" || e.key === "ArrowUp") && rows.value.length) {
         e.preventDefault();
-        cursor.value = Math.max(0, Math.min(rows.value.length - 1, cursor.value + (e.key === "ArrowDown" ? 1 : -1)));
-        document.querySelector<HTMLElement>(`tr[data-index="${cursor.value}"]`)?.focus();
-      } else if (!inField && e.key === "Enter" && cursor.value >= 0 && rows.value[cursor.value]) {
-        navigate(`/admin/${def.name}/${rows.value[cursor.value].uuid}${def.can.edit ? "" : "?view=1"}`);
+        const col = inRow ? stops(inRow).indexOf(target) : -1;
+        cursor.value = Math.max(0, Math.min(rows.value.length - 1, (inRow ? Number(inRow.dataset.index) : cursor.value) + (e.key === "ArrowDown" ? 1 : -1)));
+        const next = document.querySelector(`tr[data-index="${cursor.value}"]`);
+        const s = stops(next);
+        (s[col >= 0 ? col : 1] ?? s[0])?.focus();
+      } else if (inRow && (e.key === "ArrowLeft" || e.key === "ArrowRight")) {
+        const s = stops(inRow);
+        const i = s.indexOf(target);
+        if (i < 0) return;
+        e.preventDefault();
+        s[Math.max(0, Math.min(s.length - 1, i + (e.key === "ArrowRight" ? 1 : -1)))]?.focus();
       }
     };
     document.addEventListener("keydown", onKey);
@@ -102,9 +127,11 @@ export function Overview({ def }: { def: ResourceView }) {
     setParams((p) => { if (v) p.set("search", v); else p.delete("search"); p.delete("page"); });
   };
   const remove = async (row: Row) => {
-    if (!confirm(`Delete this ${def.label.singular.toLowerCase()}? It can be restored from its history for 90 days.`)) return;
+    const name = recordTitle(def, row);
+    if (!confirm(`Delete ${name ? `“${name}”` : `this ${def.label.singular.toLowerCase()}`}? It can be restored from its history for 90 days.`)) return;
     try {
       await api("DELETE", `/${def.name}/${row.uuid}`);
+      notice.value = `Deleted ${name ? `“${name}”` : `one ${def.label.singular.toLowerCase()}`}.`;
       await load();
     } catch (e) {
       alert((e as ApiError).message);
@@ -129,6 +156,9 @@ export function Overview({ def }: { def: ResourceView }) {
     else s.add(uuid);
     checked.value = s;
   };
+  // The title column carries the row's link; without one the actions cell does.
+  const tf = titleField(def);
+  const linkColumn = tf && columns.value.includes(tf) ? tf : columns.value.find((c) => def.fields[c] && !def.fields[c].multi && def.fields[c].type !== "image") ?? null;
   const exportHref = `/api/v1/${def.name}/export?format=csv`;
 
   return (
@@ -153,47 +183,72 @@ export function Overview({ def }: { def: ResourceView }) {
         <FilterBar def={def} selection={selection} />
       </div>
       {showDeleted.value && <DeletedList def={def} onRestored={() => void load()} />}
-      {checked.value.size > 0 && <BulkBar def={def} rows={rows.value} uuids={[...checked.value]} onDone={() => { checked.value = new Set(); void load(); }} />}
+      <BulkBar def={def} rows={rows.value} uuids={[...checked.value]} onDone={async () => { checked.value = new Set(); await load(); }} />
+      {notice.value && <p class="ok notice" role="status">{notice.value}</p>}
       {error.value && <p class="error" role="alert">{error.value}</p>}
       <div class="table-wrap">
-        <table>
+        <table class="records">
+          <caption class="sr-only">{def.label.plural}: the arrow keys move between rows, and to each row's checkbox and actions.</caption>
           <thead>
             <tr>
               <th class="check"><input type="checkbox" aria-label="Select all rows on this page" checked={allChecked} onChange={() => (checked.value = allChecked ? new Set() : new Set(rows.value.map((r) => r.uuid)))} /></th>
               {columns.value.map((c) => (
                 <th key={c} aria-sort={sortField === c ? (sortOrder === "desc" ? "descending" : "ascending") : undefined}>
-                  <button type="button" class="sort" onClick={() => sortBy(c)}>{columnLabel(c, def.fields[c])}{sortField === c ? (sortOrder === "desc" ? " ▼" : " ▲") : ""}</button>
+                  <button type="button" class="sort" onClick={() => sortBy(c)}>{columnLabel(c, def.fields[c])}{sortField === c && <Icon name={sortOrder === "desc" ? "down" : "up"} size={14} />}</button>
                 </th>
               ))}
               <th><span class="sr-only">Actions</span></th>
             </tr>
           </thead>
           <tbody>
-            {rows.value.map((r, i) => (
-              <tr key={r.uuid} data-uuid={r.uuid} data-index={i} tabIndex={-1} class={cursor.value === i ? "cursor" : undefined}>
-                <td class="check"><input type="checkbox" aria-label="Select row" checked={checked.value.has(r.uuid)} onChange={() => toggle(r.uuid)} /></td>
-                {columns.value.map((c) => <td key={c} data-col={c}><Cell name={c} field={def.fields[c]} value={r[c]} languages={def.languages} /></td>)}
-                <td class="row-actions">
-                  {def.can.edit && <a href={`/admin/${def.name}/${r.uuid}`}>Edit</a>}
-                  <a href={actionUrl(def.actions.view_url, r)}>View</a>
-                  {def.actions.url && <a href={actionUrl(def.actions.url, r)} target="_blank" rel="noopener">View on site</a>}
-                  {def.history && <button type="button" class="link" onClick={() => (historyOf.value = r.uuid)}>History</button>}
-                  {def.can.delete && <button type="button" class="link danger" onClick={() => remove(r)}>Delete</button>}
-                </td>
-              </tr>
-            ))}
+            {rows.value.map((r, i) => {
+              const name = recordTitle(def, r);
+              const open = `/admin/${def.name}/${r.uuid}${def.can.edit ? "" : "?view=1"}`;
+              const items: MenuItem[] = [
+                ...(def.can.edit ? [{ label: "Edit", href: `/admin/${def.name}/${r.uuid}` }] : []),
+                { label: "View", href: actionUrl(def.actions.view_url, r) },
+                ...(def.actions.url ? [{ label: "View on site", href: actionUrl(def.actions.url, r), external: true }] : []),
+                ...(def.history ? [{ label: "History", onSelect: () => (historyOf.value = r) }] : []),
+                ...(def.can.delete ? [{ label: "Delete", danger: true, onSelect: () => void remove(r) }] : []),
+              ];
+              let keys = 0;
+              return (
+                <tr key={r.uuid} data-uuid={r.uuid} data-index={i} class={cursor.value === i ? "cursor" : undefined}>
+                  <td class="check"><input type="checkbox" data-stop tabIndex={-1} aria-label={`Select ${name || `row ${i + 1}`}`} checked={checked.value.has(r.uuid)} onChange={() => toggle(r.uuid)} /></td>
+                  {columns.value.map((c) => {
+                    const isTitle = c === linkColumn;
+                    const kind = isTitle ? "title-cell" : keys++ < 2 ? "key-cell" : "extra-cell";
+                    return (
+                      <td key={c} data-col={c} class={kind} data-label={columnLabel(c, def.fields[c])}>
+                        {isTitle
+                          ? <a href={open} data-stop onFocus={() => (cursor.value = i)}>{name || <Cell name={c} field={def.fields[c]} value={r[c]} languages={def.languages} />}{!name && <span class="sr-only">Open</span>}</a>
+                          : <Cell name={c} field={def.fields[c]} value={r[c]} languages={def.languages} />}
+                      </td>
+                    );
+                  })}
+                  <td class="row-actions">
+                    {!linkColumn && <a href={open} data-stop onFocus={() => (cursor.value = i)}>Open</a>}
+                    <RowMenu label={`Actions for ${name || `row ${i + 1}`}`} items={items} tabIndex={-1} />
+                  </td>
+                </tr>
+              );
+            })}
             {!loading.value && rows.value.length === 0 && <tr><td colSpan={columns.value.length + 2} class="muted">No records match.</td></tr>}
           </tbody>
         </table>
       </div>
       <nav class="pager" aria-label="Pages">
         <button type="button" disabled={page <= 1} onClick={() => goPage(page - 1)}>Previous</button>
-        <span>Page {page} of {pages}</span>
+        <form class="inline" onSubmit={(e) => { e.preventDefault(); const n = Number(new FormData(e.currentTarget as HTMLFormElement).get("page")); if (Number.isInteger(n)) goPage(Math.max(1, Math.min(pages, n))); }}>
+          <label>Page <input name="page" type="number" min={1} max={pages} defaultValue={String(page)} key={page} class="page-number" /></label>
+          <span>of {pages}</span>
+          <button type="submit">Go</button>
+        </form>
         <button type="button" disabled={page >= pages} onClick={() => goPage(page + 1)}>Next</button>
         <label>Per page <select value={pageSize.value} onChange={(e) => setPageSize(Number((e.target as HTMLSelectElement).value))}>{PAGE_SIZES.map((n) => <option key={n} value={n}>{n}</option>)}</select></label>
       </nav>
-      {historyOf.value && <HistoryDialog def={def} uuid={historyOf.value} onClose={(changed) => { historyOf.value = null; if (changed) void load(); }} />}
-      {importing.value && <ImportDialog def={def} onClose={(changed) => { importing.value = false; if (changed) void load(); }} />}
+      {historyOf.value && <HistoryDialog def={def} uuid={historyOf.value.uuid} title={recordTitle(def, historyOf.value)} onClose={(done) => { historyOf.value = null; if (done) { notice.value = done; void load(); } }} />}
+      {importing.value && <ImportDialog def={def} onImported={() => void load()} onClose={() => (importing.value = false)} />}
     </main>
   );
 }

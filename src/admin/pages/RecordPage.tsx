@@ -10,6 +10,7 @@ import { navigate, setLeaveGuard } from "../router";
 import type { FieldView, ResourceView } from "../state";
 import { FieldEditor } from "../fields";
 import { PermissionEditor } from "../components/PermissionEditor";
+import { ErrorSummary, focusField, inFormOrder } from "../components/ErrorSummary";
 
 type Values = Record<string, unknown>;
 
@@ -49,6 +50,12 @@ export function RecordPage({ def, uuid, readOnly }: { def: ResourceView; uuid: s
     return () => { window.removeEventListener("beforeunload", onUnload); setLeaveGuard(null); };
   }, [ro]);
 
+  /** After the errors have rendered, the first invalid field in form order is focused and shown. */
+  const showFirstError = () => setTimeout(() => {
+    const first = inFormOrder(Object.keys(errors.value).filter(Boolean))[0];
+    if (first) focusField(first);
+  }, 0);
+
   const save = async (e: Event) => {
     e.preventDefault();
     const v = values.value;
@@ -58,7 +65,7 @@ export function RecordPage({ def, uuid, readOnly }: { def: ResourceView; uuid: s
     errors.value = missing;
     if (Object.keys(missing).length) {
       message.value = "Fill in the required fields.";
-      document.getElementById(`field-${Object.keys(missing)[0]}`)?.focus();
+      showFirstError();
       return;
     }
     saving.value = true;
@@ -84,6 +91,7 @@ export function RecordPage({ def, uuid, readOnly }: { def: ResourceView; uuid: s
       const a = err as ApiError;
       errors.value = a.body?.errors ?? {};
       message.value = a.message;
+      showFirstError();
     } finally {
       saving.value = false;
     }
@@ -135,6 +143,7 @@ export function RecordPage({ def, uuid, readOnly }: { def: ResourceView; uuid: s
       {!v && !message.value && <p role="status">Loading…</p>}
       {v && (
         <form onSubmit={save} onKeyDown={onKeyDown} class="fields" noValidate>
+          <ErrorSummary fields={def.fields} errors={errors.value} />
           {Object.entries(def.fields).filter(([name]) => !companions.has(name)).map(([name, f]) => {
             const id = `field-${name}`;
             const set = (x: unknown) => (values.value = { ...values.value, [name]: x });
