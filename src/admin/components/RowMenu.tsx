@@ -50,7 +50,7 @@ export function RowMenu({ label, items, tabIndex, children }: { label: string; i
 
   return (
     <div class="row-menu" ref={root}>
-      <button type="button" ref={button} class="link menu-button" aria-haspopup="menu" aria-expanded={open.value} aria-label={label} tabIndex={tabIndex}
+      <button type="button" ref={button} class="link menu-button" data-stop aria-haspopup="menu" aria-expanded={open.value} aria-label={label} tabIndex={tabIndex}
         onClick={() => (open.value = !open.value)} onKeyDown={onButtonKey}>
         <Icon name="more" />{children}
       </button>
