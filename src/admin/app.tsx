@@ -9,13 +9,14 @@ import { Start } from "./pages/Start";
 import { Overview } from "./pages/Overview";
 import { RecordPage } from "./pages/RecordPage";
 import { FilesPage } from "./pages/FilesPage";
+import { t } from "./i18n";
 
 function Page() {
   const segs = location.value.path.replace(/^\/admin\/?/, "").split("/").filter(Boolean).map(decodeURIComponent);
   if (segs.length === 0) return <Start />;
   if (segs[0] === "files" && segs.length === 1 && !resources.value.files) return <FilesPage />;
   const def = resources.value[segs[0]];
-  if (!def) return <main class="page"><h1>Not found</h1><p>There is no resource “{segs[0]}” you may see.</p><p><a href="/admin">Back to the start page</a></p></main>;
+  if (!def) return <main class="page"><h1>{t("Not found")}</h1><p>{t("There is no resource “{name}” you may see.", { name: segs[0] })}</p><p><a href="/admin">{t("Back to the start page")}</a></p></main>;
   if (segs.length === 1) return <Overview key={def.name} def={def} />;
   const view = location.value.params.get("view") === "1";
   return <RecordPage key={`${def.name}/${segs[1]}/${view}`} def={def} uuid={segs[1] === "new" ? null : segs[1]} readOnly={view} />;
@@ -28,10 +29,10 @@ export function App() {
     if (status.value === "out" && !onSignIn) navigate(signInPath(), true);
   }, [status.value, onSignIn]);
   if (onSignIn) return <SignIn />;
-  if (status.value !== "in" || !me.value) return <p class="loading" role="status">Loading…</p>;
+  if (status.value !== "in" || !me.value) return <p class="loading" role="status">{t("Loading…")}</p>;
   return (
     <>
-      <a class="skip" href="#main">Skip to content</a>
+      <a class="skip" href="#main">{t("Skip to content")}</a>
       <TopBar />
       <div id="main"><Page /></div>
     </>

@@ -9,6 +9,7 @@ import { api, ApiError, type Envelope } from "../api";
 import type { FieldView, ResourceView } from "../state";
 import type { Row } from "../rows";
 import { display } from "./Cell";
+import { t } from "../i18n";
 
 /** The value choice that means "remove the value", distinct from every option a select can have. */
 const CLEAR = "\u0000clear";
@@ -32,12 +33,13 @@ export function BulkBar({ def, rows, uuids, onDone }: { def: ResourceView; rows:
   const busy = useSignal(false);
   const settable = Object.entries(def.fields).filter(([, f]) => !f.write_only && !f.multi && !f.i18n && SETTABLE.has(f.type));
   const chosen = def.fields[field.value];
-  const noun = (n: number) => (n === 1 ? def.label.singular : def.label.plural).toLowerCase();
+  /** The count with the resource's own word for it, lowercased where English writes it so. */
+  const counted = (n: number) => ({ n, noun: (n === 1 ? def.label.singular : def.label.plural).toLowerCase(), Noun: n === 1 ? def.label.singular : def.label.plural });
   const invalidNumber = chosen?.type === "number" && value.value !== CLEAR && value.value.trim() !== "" && !Number.isFinite(Number(value.value));
   const ready = Boolean(chosen) && value.value !== "" && !invalidNumber && !busy.value;
 
   const removeAll = async () => {
-    if (!confirm(`Delete ${uuids.length} ${noun(uuids.length)}? They can be restored for 90 days.`)) return;
+    if (!confirm(t("Delete {n} {noun}? They can be restored for 90 days.", counted(uuids.length)))) return;
     const failed: Record<string, string> = {};
     for (const uuid of uuids) await api("DELETE", `/${def.name}/${uuid}`).catch((e: ApiError) => (failed[uuid] = e.message));
     errors.value = failed;
@@ -60,14 +62,14 @@ export function BulkBar({ def, rows, uuids, onDone }: { def: ResourceView; rows:
     const clearing = value.value === CLEAR;
     const v = parse(chosen, value.value);
     const shown = chosen.type === "select" || chosen.type === "boolean" ? display(chosen, v) : String(v);
-    const what = clearing ? `Clear ${chosen.label}` : `Set ${chosen.label} to ${shown}`;
-    if (!confirm(`${what} on ${uuids.length} ${noun(uuids.length)}?`)) return;
+    const vars = { ...counted(uuids.length), field: chosen.label, value: shown };
+    if (!confirm(clearing ? t("Clear {field} on {n} {noun}?", vars) : t("Set {field} to {value} on {n} {noun}?", vars))) return;
     const before = Object.fromEntries(rows.filter((r) => uuids.includes(r.uuid)).map((r) => [r.uuid, r[field.value] ?? null]));
     busy.value = true;
     try {
       await put(Object.fromEntries(uuids.map((u) => [u, { [field.value]: v }])));
       errors.value = {};
-      const done = `${clearing ? `Cleared ${chosen.label}` : `Set ${chosen.label} to ${shown}`} on ${uuids.length} ${noun(uuids.length)}.`;
+      const done = clearing ? t("Cleared {field} on {n} {noun}.", vars) : t("Set {field} to {value} on {n} {noun}.", vars);
       undo.value = { label: done, field: field.value, set: v, before };
       message.value = done;
       field.value = "";
@@ -95,7 +97,8 @@ export function BulkBar({ def, rows, uuids, onDone }: { def: ResourceView; rows:
       const back = Object.fromEntries(Object.entries(u.before).filter(([uuid]) => JSON.stringify(current[uuid]?.[u.field] ?? null) === JSON.stringify(u.set)).map(([uuid, old]) => [uuid, { [u.field]: old }]));
       if (Object.keys(back).length) await put(back);
       const kept = Object.keys(u.before).length - Object.keys(back).length;
-      message.value = `Undone on ${Object.keys(back).length} ${noun(Object.keys(back).length)}${kept ? `; ${kept} changed since were left as they are` : ""}.`;
+      const undone = counted(Object.keys(back).length);
+      message.value = kept ? t("Undone on {n} {noun}; {kept} changed since were left as they are.", { ...undone, kept }) : t("Undone on {n} {noun}.", undone);
       undo.value = null;
       await onDone();
     } catch (err) {
@@ -106,35 +109,35 @@ export function BulkBar({ def, rows, uuids, onDone }: { def: ResourceView; rows:
   };
 
   if (uuids.length === 0 && !message.value) return null;
-  const options = chosen?.type === "boolean" ? [{ value: "1", label: "Yes" }, { value: "0", label: "No" }] : chosen?.options ?? [];
+  const options = chosen?.type === "boolean" ? [{ value: "1", label: t("Yes") }, { value: "0", label: t("No") }] : chosen?.options ?? [];
   return (
-    <section class="bulk" aria-label="Bulk actions">
-      {uuids.length > 0 && <strong>{uuids.length} selected</strong>}
-      {uuids.length > 0 && def.can.delete && <button type="button" class="danger" onClick={removeAll}>Delete selected</button>}
-      {uuids.length > 0 && <button type="button" onClick={exportSelected}>Export selected</button>}
+    <section class="bulk" aria-label={t("Bulk actions")}>
+      {uuids.length > 0 && <strong>{t("{n} selected", { n: uuids.length })}</strong>}
+      {uuids.length > 0 && def.can.delete && <button type="button" class="danger" onClick={removeAll}>{t("Delete selected")}</button>}
+      {uuids.length > 0 && <button type="button" onClick={exportSelected}>{t("Export selected")}</button>}
       {uuids.length > 0 && def.can.edit && settable.length > 0 && (
         <form onSubmit={setField} class="inline">
-          <label>Set <select value={field.value} onChange={(e) => { field.value = (e.target as HTMLSelectElement).value; value.value = ""; }}>
-            <option value="">field…</option>
+          <label>{t("Set")} <select value={field.value} onChange={(e) => { field.value = (e.target as HTMLSelectElement).value; value.value = ""; }}>
+            <option value="">{t("field…")}</option>
             {settable.map(([k, f]) => <option key={k} value={k}>{f.label}</option>)}
           </select></label>
           {chosen && (chosen.type === "select" || chosen.type === "boolean" ? (
-            <label>to <select value={value.value} onChange={(e) => (value.value = (e.target as HTMLSelectElement).value)}>
-              <option value="" disabled>choose…</option>
+            <label>{t("to")} <select value={value.value} onChange={(e) => (value.value = (e.target as HTMLSelectElement).value)}>
+              <option value="" disabled>{t("choose…")}</option>
               {options.map((o) => <option key={o.value} value={o.value}>{o.label}</option>)}
-              {!chosen.required && <option value={CLEAR}>Clear (no value)</option>}
+              {!chosen.required && <option value={CLEAR}>{t("Clear (no value)")}</option>}
             </select></label>
           ) : (
             <>
-              <label>to <input value={value.value === CLEAR ? "" : value.value} disabled={value.value === CLEAR} aria-invalid={invalidNumber}
+              <label>{t("to")} <input value={value.value === CLEAR ? "" : value.value} disabled={value.value === CLEAR} aria-invalid={invalidNumber}
                 onInput={(e) => { value.value = (e.target as HTMLInputElement).value; }} inputMode={chosen.type === "number" ? "decimal" : "text"} /></label>
-              {!chosen.required && <label><input type="checkbox" checked={value.value === CLEAR} onChange={(e) => (value.value = (e.target as HTMLInputElement).checked ? CLEAR : "")} /> clear it</label>}
+              {!chosen.required && <label><input type="checkbox" checked={value.value === CLEAR} onChange={(e) => (value.value = (e.target as HTMLInputElement).checked ? CLEAR : "")} /> {t("clear it")}</label>}
             </>
           ))}
-          <button type="submit" disabled={!ready}>Apply to selected</button>
+          <button type="submit" disabled={!ready}>{t("Apply to selected")}</button>
         </form>
       )}
-      {message.value && <span role="status">{message.value}{undo.value && <> <button type="button" class="link" disabled={busy.value} onClick={undoLast}>Undo</button></>}</span>}
+      {message.value && <span role="status">{message.value}{undo.value && <> <button type="button" class="link" disabled={busy.value} onClick={undoLast}>{t("Undo")}</button></>}</span>}
       {Object.keys(errors.value).length > 0 && (
         <ul class="error" role="alert">{Object.entries(errors.value).map(([k, v]) => <li key={k}>{k ? `${k}: ` : ""}{v}</li>)}</ul>
       )}

@@ -1,7 +1,8 @@
 /** One value of a record in the overview, shown by its field's type. */
 import type { FieldView } from "../state";
+import { t, tn, when } from "../i18n";
 
-const date = (sec: number) => new Date(sec * 1000).toLocaleString();
+const date = (sec: number) => when(sec * 1000);
 
 /** An i18n value in the first of the browser's languages that has text, else the resource's first. */
 export function translated(v: unknown, languages: string[]): unknown {
@@ -15,7 +16,7 @@ export function translated(v: unknown, languages: string[]): unknown {
 export function display(f: FieldView, v: unknown): string {
   if (v === null || v === undefined || v === "") return "—";
   switch (f.type) {
-    case "boolean": return v ? "Yes" : "No";
+    case "boolean": return v ? t("Yes") : t("No");
     case "select": return f.options?.find((o) => o.value === String(v))?.label ?? String(v);
     case "html": return htmlText(String(v));
     default: return typeof v === "object" ? JSON.stringify(v) : String(v);
@@ -32,13 +33,13 @@ export function htmlText(html: string): string {
 function one(f: FieldView, v: unknown) {
   if (v === null || v === undefined || v === "") return <span class="muted">—</span>;
   switch (f.type) {
-    case "boolean": return v ? <span aria-label="yes">✓</span> : <span class="muted" aria-label="no">✗</span>;
+    case "boolean": return v ? <span aria-label={t("yes")}>✓</span> : <span class="muted" aria-label={t("no")}>✗</span>;
     case "select": return <>{f.options?.find((o) => o.value === String(v))?.label ?? String(v)}</>;
     case "image": return typeof v === "string" ? <img class="thumb" src={`/img/${v}/64w`} alt="" loading="lazy" width={48} /> : null;
     case "color": return <span class="swatch" style={{ background: String(v) }} title={String(v)} />;
     case "html": return <>{htmlText(String(v)).slice(0, 120)}</>;
     case "date": return <>{String(v)}</>;
-    case "group": return <>{Array.isArray(v) ? `${v.length} rows` : "…"}</>;
+    case "group": return <>{Array.isArray(v) ? tn(v.length, "{n} row", "{n} rows") : "…"}</>;
     default: return <>{typeof v === "object" ? JSON.stringify(v) : String(v).slice(0, 200)}</>;
   }
 }
@@ -51,4 +52,4 @@ export function Cell({ field, name, value, languages }: { field?: FieldView; nam
   return one(field, v);
 }
 
-export const columnLabel = (name: string, f?: FieldView) => (name === "_created" ? "Created" : name === "_modified" ? "Modified" : f?.label ?? name);
+export const columnLabel = (name: string, f?: FieldView) => (name === "_created" ? t("Created") : name === "_modified" ? t("Modified") : f?.label ?? name);

@@ -3,6 +3,7 @@ import { useEffect } from "preact/hooks";
 import { useSignal } from "@preact/signals";
 import { api, type Envelope } from "../api";
 import type { ResourceView } from "../state";
+import { t, when } from "../i18n";
 
 type Deleted = { id: number; at: number; user: string | null; uuid: string; record: Record<string, unknown> };
 
@@ -22,15 +23,15 @@ export function DeletedList({ def, onRestored }: { def: ResourceView; onRestored
   };
   const title = (r: Record<string, unknown>) => String(def.columns.map((c) => r[c]).find((v) => typeof v === "string" && v) ?? "");
   return (
-    <section class="deleted" aria-label="Deleted records">
-      <h2>Deleted in the last 90 days</h2>
+    <section class="deleted" aria-label={t("Deleted records")}>
+      <h2>{t("Deleted in the last 90 days")}</h2>
       {error.value && <p class="error" role="alert">{error.value}</p>}
-      {list.value.length === 0 ? <p class="muted">Nothing deleted.</p> : (
+      {list.value.length === 0 ? <p class="muted">{t("Nothing deleted.")}</p> : (
         <ul>
           {list.value.map((d) => (
             <li key={d.uuid} data-uuid={d.uuid}>
-              {title(d.record) || d.uuid} <span class="muted">deleted {new Date(d.at).toLocaleString()}</span>
-              {def.can.restore && <button type="button" onClick={() => restore(d.uuid)}>Restore</button>}
+              {title(d.record) || d.uuid} <span class="muted">{t("deleted {when}", { when: when(d.at) })}</span>
+              {def.can.restore && <button type="button" onClick={() => restore(d.uuid)}>{t("Restore")}</button>}
             </li>
           ))}
         </ul>

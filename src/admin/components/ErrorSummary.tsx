@@ -5,6 +5,7 @@
  * off screen and the page still at the Save button.
  */
 import type { FieldView } from "../state";
+import { t, tn } from "../i18n";
 
 /** The id of the control a field path names: `sections[0].n` → `field-sections-0-n`. */
 export const fieldId = (path: string) => `field-${path.replace(/\[(\d+)\]/g, "-$1").replace(/\./g, "-")}`;
@@ -51,7 +52,7 @@ export function pathLabel(fields: Record<string, FieldView>, path: string): stri
   let current: FieldView | undefined;
   for (const part of parts) {
     const row = /^\[(\d+)\]$/.exec(part);
-    if (row) { out.push(`row ${Number(row[1]) + 1}`); continue; }
+    if (row) { out.push(t("row {n}", { n: Number(row[1]) + 1 })); continue; }
     const f: FieldView | undefined = level?.[part];
     if (f) { out.push(f.label); current = f; level = f.fields; }
     else if (current?.i18n) out.push(`(${part})`);
@@ -65,7 +66,7 @@ export function ErrorSummary({ fields, errors }: { fields: Record<string, FieldV
   if (!paths.length) return null;
   return (
     <div class="error-summary" role="alert">
-      <h2>{paths.length === 1 ? "One field needs attention" : `${paths.length} fields need attention`}</h2>
+      <h2>{tn(paths.length, "One field needs attention", "{n} fields need attention")}</h2>
       <ul>
         {paths.map((p) => (
           <li key={p}><a href={`#${fieldId(p)}`} onClick={(e) => { e.preventDefault(); focusField(p); }}>{pathLabel(fields, p)}: {errors[p]}</a></li>

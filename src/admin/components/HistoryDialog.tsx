@@ -11,13 +11,14 @@ import type { FieldView, ResourceView } from "../state";
 import { recordTitle } from "../rows";
 import { Dialog } from "./Dialog";
 import { display, htmlText } from "./Cell";
+import { t, when } from "../i18n";
 
 type Entry = { id: number; action: string; at: number; user: string | null; record: Record<string, unknown> };
 type Author = { name: string | null; email?: string };
 /** One changed value: `key` is the field, or `field.language` for one language of an i18n field. */
 type Change = { key: string; label: string; field?: FieldView; before: unknown; after: unknown };
 
-const ACTIONS: Record<string, string> = { create: "Created", update: "Changed", delete: "Deleted", restore: "Restored" };
+const ACTIONS: Record<string, () => string> = { create: () => t("Created"), update: () => t("Changed"), delete: () => t("Deleted"), restore: () => t("Restored") };
 const same = (a: unknown, b: unknown) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
 
 /** What differs between two versions, an i18n field split by language. */
@@ -91,40 +92,40 @@ export function HistoryDialog({ def, uuid, title, onClose }: { def: ResourceView
     try {
       await api("POST", `/${def.name}/${uuid}/restore`, e === undefined ? {} : { entry: e.id });
       // The dialog's work is done: the list behind it shows the record as it is now.
-      onClose(e ? `Rolled back to the version of ${new Date(e.at).toLocaleString()}.` : "Restored.");
+      onClose(e ? t("Rolled back to the version of {when}.", { when: when(e.at) }) : t("Restored."));
     } catch (err) {
       error.value = (err as Error).message;
     }
   };
   const who = (user: string | null) => {
-    if (!user) return "the system";
+    if (!user) return t("the system");
     const a = users.value[user];
-    return a ? (a.name && a.email ? `${a.name} (${a.email})` : a.name ?? a.email ?? "a user") : "a former user";
+    return a ? (a.name && a.email ? `${a.name} (${a.email})` : a.name ?? a.email ?? t("a user")) : t("a former user");
   };
   const list = entries.value;
-  const name = title || recordTitle(def, list.at(-1)?.record) || `this ${def.label.singular.toLowerCase()}`;
+  const name = title || recordTitle(def, list.at(-1)?.record) || def.label.singular;
   return (
-    <Dialog title={`History of “${name}”`} onClose={() => onClose(null)}>
+    <Dialog title={t("History of “{title}”", { title: name })} onClose={() => onClose(null)}>
       {error.value && <p class="error" role="alert">{error.value}</p>}
-      {loaded.value && list.length === 0 && !error.value && <p class="muted">No versions kept.</p>}
-      {!loaded.value && <p role="status">Loading…</p>}
+      {loaded.value && list.length === 0 && !error.value && <p class="muted">{t("No versions kept.")}</p>}
+      {!loaded.value && <p role="status">{t("Loading…")}</p>}
       <ol class="history" reversed>
         {[...list].reverse().map((e) => {
           const i = list.indexOf(e);
           const diff = changes(def, i > 0 ? list[i - 1].record : null, e.record);
           return (
             <li key={e.id} data-entry={e.id}>
-              <p><strong>{ACTIONS[e.action] ?? e.action}</strong> <time dateTime={new Date(e.at).toISOString()}>{new Date(e.at).toLocaleString()}</time> by {who(e.user)}</p>
+              <p><strong>{ACTIONS[e.action]?.() ?? e.action}</strong> <time dateTime={new Date(e.at).toISOString()}>{when(e.at)}</time> {t("by {who}", { who: who(e.user) })}</p>
               {e.action !== "delete" && diff.length > 0 && (
                 <div class="diff-wrap">
                   <table class="diff">
-                    <thead><tr><th scope="col">Field</th>{i > 0 ? <><th scope="col">Before</th><th scope="col">After</th></> : <th scope="col">Value</th>}</tr></thead>
+                    <thead><tr><th scope="col">{t("Field")}</th>{i > 0 ? <><th scope="col">{t("Before")}</th><th scope="col">{t("After")}</th></> : <th scope="col">{t("Value")}</th>}</tr></thead>
                     <tbody>{diff.map((c) => <ChangeRow key={c.key} c={c} first={i === 0} />)}</tbody>
                   </table>
                 </div>
               )}
-              {def.can.restore && e.action !== "delete" && i < list.length - 1 && <button type="button" onClick={() => rollBack(e)}>Roll back to this version</button>}
-              {def.can.restore && e.action === "delete" && i === list.length - 1 && <button type="button" onClick={() => rollBack()}>Restore</button>}
+              {def.can.restore && e.action !== "delete" && i < list.length - 1 && <button type="button" onClick={() => rollBack(e)}>{t("Roll back to this version")}</button>}
+              {def.can.restore && e.action === "delete" && i === list.length - 1 && <button type="button" onClick={() => rollBack()}>{t("Restore")}</button>}
             </li>
           );
         })}

@@ -2,6 +2,7 @@
 import { useSignal } from "@preact/signals";
 import type { ResourceView } from "../state";
 import { Dialog } from "./Dialog";
+import { t } from "../i18n";
 
 type Stats = { imported?: number; created?: number; updated?: number; errors?: number; total?: number };
 type Answer = { code: number; success: boolean; message?: string; details?: string; stats?: Stats; errors_detail?: { row: number; field: string | null; reason: string; uuid?: string }[] };
@@ -26,26 +27,26 @@ export function ImportDialog({ def, onImported, onClose }: { def: ResourceView; 
         answer.value = { code: xhr.status, success: false, message: xhr.statusText };
       }
     };
-    xhr.onerror = () => (answer.value = { code: 0, success: false, message: "the upload failed" });
+    xhr.onerror = () => (answer.value = { code: 0, success: false, message: t("the upload failed") });
     progress.value = 0;
     answer.value = null;
     xhr.send(form);
   };
   const a = answer.value;
   return (
-    <Dialog title={`Import ${def.label.plural.toLowerCase()}`} onClose={onClose}>
+    <Dialog title={t("Import {name}", { name: def.label.plural.toLowerCase(), Name: def.label.plural })} onClose={onClose}>
       <form onSubmit={submit}>
-        <label>File (CSV, TSV or JSON)<input type="file" name="file" accept=".csv,.tsv,.json,text/csv,application/json" required /></label>
-        <button type="submit" class="primary" disabled={progress.value !== null && !a}>Import</button>
+        <label>{t("File (CSV, TSV or JSON)")}<input type="file" name="file" accept=".csv,.tsv,.json,text/csv,application/json" required /></label>
+        <button type="submit" class="primary" disabled={progress.value !== null && !a}>{t("Import")}</button>
       </form>
-      {progress.value !== null && !a && <progress max={100} value={progress.value} aria-label="Upload progress" />}
+      {progress.value !== null && !a && <progress max={100} value={progress.value} aria-label={t("Upload progress")} />}
       {a && (
         <div class="import-result" role="status">
           {a.stats ? (
-            <p>{a.stats.created ?? 0} created, {a.stats.updated ?? 0} updated, {a.stats.errors ?? 0} rows with errors.</p>
+            <p>{t("{created} created, {updated} updated, {errors} rows with errors.", { created: a.stats.created ?? 0, updated: a.stats.updated ?? 0, errors: a.stats.errors ?? 0 })}</p>
           ) : <p class="error">{a.details || a.message}</p>}
           {a.errors_detail && a.errors_detail.length > 0 && (
-            <table class="errors"><thead><tr><th>Row</th><th>Field</th><th>Problem</th></tr></thead>
+            <table class="errors"><thead><tr><th>{t("Row")}</th><th>{t("Field")}</th><th>{t("Problem")}</th></tr></thead>
               <tbody>{a.errors_detail.map((d, i) => <tr key={i}><td>{d.row}</td><td>{d.field ?? ""}</td><td>{d.reason}</td></tr>)}</tbody></table>
           )}
         </div>

@@ -9,6 +9,7 @@ import { useSignal } from "@preact/signals";
 import { slugFrom } from "../slugify";
 import { Icon } from "../components/Icon";
 import type { FieldProps } from "./types";
+import { t } from "../i18n";
 
 export function SlugField({ id, field, value, onChange, readOnly, model, language, uuid, label }: FieldProps) {
   const sources = (field.source ?? "").split(",").filter(Boolean);
@@ -37,12 +38,12 @@ export function SlugField({ id, field, value, onChange, readOnly, model, languag
       <div class="slug-row">
         <input id={id} aria-label={label} type="text" value={saved} required={field.required} readOnly={readOnly || locked.value}
           onInput={(e) => { following.current = false; onChange((e.target as HTMLInputElement).value); }} />
-        {canLock && locked.value && <button type="button" class="icon-button" aria-label="Unlock slug" title="Unlock slug" onClick={unlock}><Icon name="lock" /></button>}
-        {canLock && !locked.value && <button type="button" onClick={keep}><Icon name="undo" /> Keep “{original.current}”</button>}
+        {canLock && locked.value && <button type="button" class="icon-button" aria-label={t("Unlock slug")} title={t("Unlock slug")} onClick={unlock}><Icon name="lock" /></button>}
+        {canLock && !locked.value && <button type="button" onClick={keep}><Icon name="undo" /> {t("Keep “{slug}”", { slug: original.current })}</button>}
       </div>
       {canLock && !locked.value && (
         <p class="warning" role="note">
-          Changing the slug changes this record's address: links to the old address (/{original.current}) stop working.
+          {t("Changing the slug changes this record's address: links to the old address (/{slug}) stop working.", { slug: original.current })}
         </p>
       )}
     </div>

@@ -18,6 +18,7 @@ import { RowMenu, type MenuItem } from "../components/RowMenu";
 import { ColumnChooser } from "../components/ColumnChooser";
 import { DeletedList } from "../components/DeletedList";
 import { Icon } from "../components/Icon";
+import { t } from "../i18n";
 
 type ListAnswer = Envelope & Record<string, Record<string, Row>>;
 
@@ -128,10 +129,10 @@ export function Overview({ def }: { def: ResourceView }) {
   };
   const remove = async (row: Row) => {
     const name = recordTitle(def, row);
-    if (!confirm(`Delete ${name ? `“${name}”` : `this ${def.label.singular.toLowerCase()}`}? It can be restored from its history for 90 days.`)) return;
+    if (!confirm(name ? t("Delete “{title}”? It can be restored from its history for 90 days.", { title: name }) : t("Delete this record? It can be restored from its history for 90 days."))) return;
     try {
       await api("DELETE", `/${def.name}/${row.uuid}`);
-      notice.value = `Deleted ${name ? `“${name}”` : `one ${def.label.singular.toLowerCase()}`}.`;
+      notice.value = name ? t("Deleted “{title}”.", { title: name }) : t("Deleted one record.");
       await load();
     } catch (e) {
       alert((e as ApiError).message);
@@ -167,18 +168,18 @@ export function Overview({ def }: { def: ResourceView }) {
         <h1>{def.label.plural}</h1>
         {total.value !== null && <span class="total" data-total={total.value}>{total.value} {total.value === 1 ? def.label.singular.toLowerCase() : def.label.plural.toLowerCase()}</span>}
         <div class="actions">
-          {def.can.create && <a class="button primary" href={`/admin/${def.name}/new`}>New {def.label.singular.toLowerCase()}</a>}
-          {def.can.import && <button type="button" onClick={() => (importing.value = true)}>Import</button>}
-          {def.can.export && <a class="button" href={exportHref} download>Export CSV</a>}
-          {def.history && <button type="button" aria-pressed={showDeleted.value} onClick={() => (showDeleted.value = !showDeleted.value)}>Deleted</button>}
+          {def.can.create && <a class="button primary" href={`/admin/${def.name}/new`}>{t("New {name}", { name: def.label.singular.toLowerCase(), Name: def.label.singular })}</a>}
+          {def.can.import && <button type="button" onClick={() => (importing.value = true)}>{t("Import")}</button>}
+          {def.can.export && <a class="button" href={exportHref} download>{t("Export CSV")}</a>}
+          {def.history && <button type="button" aria-pressed={showDeleted.value} onClick={() => (showDeleted.value = !showDeleted.value)}>{t("Deleted")}</button>}
           <ColumnChooser def={def} columns={columns.value} onChange={setColumns} />
         </div>
       </div>
       <div class="toolbar">
         <form role="search" onSubmit={onSearch}>
-          <label class="sr-only" for="search">Search</label>
-          <input id="search" ref={searchInput} name="search" type="search" placeholder="Search  ( / )" defaultValue={search} key={search} maxLength={200} />
-          <button type="submit">Search</button>
+          <label class="sr-only" for="search">{t("Search")}</label>
+          <input id="search" ref={searchInput} name="search" type="search" placeholder={`${t("Search")}  ( / )`} defaultValue={search} key={search} maxLength={200} />
+          <button type="submit">{t("Search")}</button>
         </form>
         <FilterBar def={def} selection={selection} />
       </div>
@@ -188,16 +189,16 @@ export function Overview({ def }: { def: ResourceView }) {
       {error.value && <p class="error" role="alert">{error.value}</p>}
       <div class="table-wrap">
         <table class="records">
-          <caption class="sr-only">{def.label.plural}: the arrow keys move between rows, and to each row's checkbox and actions.</caption>
+          <caption class="sr-only">{t("{name}: the arrow keys move between rows, and to each row's checkbox and actions.", { name: def.label.plural })}</caption>
           <thead>
             <tr>
-              <th class="check"><input type="checkbox" aria-label="Select all rows on this page" checked={allChecked} onChange={() => (checked.value = allChecked ? new Set() : new Set(rows.value.map((r) => r.uuid)))} /></th>
+              <th class="check"><input type="checkbox" aria-label={t("Select all rows on this page")} checked={allChecked} onChange={() => (checked.value = allChecked ? new Set() : new Set(rows.value.map((r) => r.uuid)))} /></th>
               {columns.value.map((c) => (
                 <th key={c} aria-sort={sortField === c ? (sortOrder === "desc" ? "descending" : "ascending") : undefined}>
                   <button type="button" class="sort" onClick={() => sortBy(c)}>{columnLabel(c, def.fields[c])}{sortField === c && <Icon name={sortOrder === "desc" ? "down" : "up"} size={14} />}</button>
                 </th>
               ))}
-              <th><span class="sr-only">Actions</span></th>
+              <th><span class="sr-only">{t("Actions")}</span></th>
             </tr>
           </thead>
           <tbody>
@@ -205,47 +206,47 @@ export function Overview({ def }: { def: ResourceView }) {
               const name = recordTitle(def, r);
               const open = `/admin/${def.name}/${r.uuid}${def.can.edit ? "" : "?view=1"}`;
               const items: MenuItem[] = [
-                ...(def.can.edit ? [{ label: "Edit", href: `/admin/${def.name}/${r.uuid}` }] : []),
-                { label: "View", href: actionUrl(def.actions.view_url, r) },
-                ...(def.actions.url ? [{ label: "View on site", href: actionUrl(def.actions.url, r), external: true }] : []),
-                ...(def.history ? [{ label: "History", onSelect: () => (historyOf.value = r) }] : []),
-                ...(def.can.delete ? [{ label: "Delete", danger: true, onSelect: () => void remove(r) }] : []),
+                ...(def.can.edit ? [{ label: t("Edit"), href: `/admin/${def.name}/${r.uuid}` }] : []),
+                { label: t("View"), href: actionUrl(def.actions.view_url, r) },
+                ...(def.actions.url ? [{ label: t("View on site"), href: actionUrl(def.actions.url, r), external: true }] : []),
+                ...(def.history ? [{ label: t("History"), onSelect: () => (historyOf.value = r) }] : []),
+                ...(def.can.delete ? [{ label: t("Delete"), danger: true, onSelect: () => void remove(r) }] : []),
               ];
               let keys = 0;
               return (
                 <tr key={r.uuid} data-uuid={r.uuid} data-index={i} class={cursor.value === i ? "cursor" : undefined}>
-                  <td class="check"><input type="checkbox" data-stop tabIndex={-1} aria-label={`Select ${name || `row ${i + 1}`}`} checked={checked.value.has(r.uuid)} onChange={() => toggle(r.uuid)} /></td>
+                  <td class="check"><input type="checkbox" data-stop tabIndex={-1} aria-label={t("Select {title}", { title: name || t("row {n}", { n: i + 1 }) })} checked={checked.value.has(r.uuid)} onChange={() => toggle(r.uuid)} /></td>
                   {columns.value.map((c) => {
                     const isTitle = c === linkColumn;
                     const kind = isTitle ? "title-cell" : keys++ < 2 ? "key-cell" : "extra-cell";
                     return (
                       <td key={c} data-col={c} class={kind} data-label={columnLabel(c, def.fields[c])}>
                         {isTitle
-                          ? <a href={open} data-stop onFocus={() => (cursor.value = i)}>{name || <Cell name={c} field={def.fields[c]} value={r[c]} languages={def.languages} />}{!name && <span class="sr-only">Open</span>}</a>
+                          ? <a href={open} data-stop onFocus={() => (cursor.value = i)}>{name || <Cell name={c} field={def.fields[c]} value={r[c]} languages={def.languages} />}{!name && <span class="sr-only">{t("Open")}</span>}</a>
                           : <Cell name={c} field={def.fields[c]} value={r[c]} languages={def.languages} />}
                       </td>
                     );
                   })}
                   <td class="row-actions">
-                    {!linkColumn && <a href={open} data-stop onFocus={() => (cursor.value = i)}>Open</a>}
-                    <RowMenu label={`Actions for ${name || `row ${i + 1}`}`} items={items} tabIndex={-1} />
+                    {!linkColumn && <a href={open} data-stop onFocus={() => (cursor.value = i)}>{t("Open")}</a>}
+                    <RowMenu label={t("Actions for {title}", { title: name || t("row {n}", { n: i + 1 }) })} items={items} tabIndex={-1} />
                   </td>
                 </tr>
               );
             })}
-            {!loading.value && rows.value.length === 0 && <tr><td colSpan={columns.value.length + 2} class="muted">No records match.</td></tr>}
+            {!loading.value && rows.value.length === 0 && <tr><td colSpan={columns.value.length + 2} class="muted">{t("No records match.")}</td></tr>}
           </tbody>
         </table>
       </div>
-      <nav class="pager" aria-label="Pages">
-        <button type="button" disabled={page <= 1} onClick={() => goPage(page - 1)}>Previous</button>
+      <nav class="pager" aria-label={t("Pages")}>
+        <button type="button" disabled={page <= 1} onClick={() => goPage(page - 1)}>{t("Previous")}</button>
         <form class="inline" onSubmit={(e) => { e.preventDefault(); const n = Number(new FormData(e.currentTarget as HTMLFormElement).get("page")); if (Number.isInteger(n)) goPage(Math.max(1, Math.min(pages, n))); }}>
-          <label>Page <input name="page" type="number" min={1} max={pages} defaultValue={String(page)} key={page} class="page-number" /></label>
-          <span>of {pages}</span>
-          <button type="submit">Go</button>
+          <label>{t("Page")} <input name="page" type="number" min={1} max={pages} defaultValue={String(page)} key={page} class="page-number" /></label>
+          <span>{t("of {pages}", { pages })}</span>
+          <button type="submit">{t("Go")}</button>
         </form>
-        <button type="button" disabled={page >= pages} onClick={() => goPage(page + 1)}>Next</button>
-        <label>Per page <select value={pageSize.value} onChange={(e) => setPageSize(Number((e.target as HTMLSelectElement).value))}>{PAGE_SIZES.map((n) => <option key={n} value={n}>{n}</option>)}</select></label>
+        <button type="button" disabled={page >= pages} onClick={() => goPage(page + 1)}>{t("Next")}</button>
+        <label>{t("Per page")} <select value={pageSize.value} onChange={(e) => setPageSize(Number((e.target as HTMLSelectElement).value))}>{PAGE_SIZES.map((n) => <option key={n} value={n}>{n}</option>)}</select></label>
       </nav>
       {historyOf.value && <HistoryDialog def={def} uuid={historyOf.value.uuid} title={recordTitle(def, historyOf.value)} onClose={(done) => { historyOf.value = null; if (done) { notice.value = done; void load(); } }} />}
       {importing.value && <ImportDialog def={def} onImported={() => void load()} onClose={() => (importing.value = false)} />}

@@ -11,6 +11,7 @@ import type { FieldView, ResourceView } from "../state";
 import { FieldEditor } from "../fields";
 import { PermissionEditor } from "../components/PermissionEditor";
 import { ErrorSummary, focusField, inFormOrder } from "../components/ErrorSummary";
+import { t } from "../i18n";
 
 type Values = Record<string, unknown>;
 
@@ -21,7 +22,7 @@ function isEmpty(f: FieldView, v: unknown): boolean {
   return false;
 }
 
-const LEAVE = "This form has unsaved changes. Leave without saving?";
+const LEAVE = () => t("This form has unsaved changes. Leave without saving?");
 /** Inputs where Enter means the control's own action, never "submit the form". */
 const IMPLICIT_OK = new Set(["submit", "button", "reset", "image"]);
 
@@ -46,7 +47,7 @@ export function RecordPage({ def, uuid, readOnly }: { def: ResourceView; uuid: s
     if (ro) return;
     const onUnload = (e: BeforeUnloadEvent) => { if (dirty()) e.preventDefault(); };
     window.addEventListener("beforeunload", onUnload);
-    setLeaveGuard(() => !dirty() || window.confirm(LEAVE));
+    setLeaveGuard(() => !dirty() || window.confirm(LEAVE()));
     return () => { window.removeEventListener("beforeunload", onUnload); setLeaveGuard(null); };
   }, [ro]);
 
@@ -64,7 +65,7 @@ export function RecordPage({ def, uuid, readOnly }: { def: ResourceView; uuid: s
     for (const [k, f] of Object.entries(def.fields)) if (f.required && !(f.type === "password" && uuid) && isEmpty(f, v[k])) missing[k] = "required";
     errors.value = missing;
     if (Object.keys(missing).length) {
-      message.value = "Fill in the required fields.";
+      message.value = t("Fill in the required fields.");
       showFirstError();
       return;
     }
@@ -81,7 +82,7 @@ export function RecordPage({ def, uuid, readOnly }: { def: ResourceView; uuid: s
         const stored = r.body[def.name][uuid];
         values.value = stored;
         saved.current = JSON.stringify(stored);
-        message.value = "Saved.";
+        message.value = t("Saved.");
       } else {
         const r = await api<Envelope & Record<string, Record<string, Values>>>("POST", `/${def.name}`, body);
         saved.current = JSON.stringify(values.value);
@@ -120,7 +121,7 @@ export function RecordPage({ def, uuid, readOnly }: { def: ResourceView; uuid: s
       const r = await api<Envelope & { proposal: Values; rejected: Record<string, string>; missing: string[] }>("POST", `/${def.name}/import-document`, form);
       values.value = { ...values.value, ...r.body.proposal };
       errors.value = r.body.rejected ?? {};
-      message.value = `Filled from ${file.name}${r.body.missing?.length ? `; still missing: ${r.body.missing.join(", ")}` : ""}.`;
+      message.value = r.body.missing?.length ? t("Filled from {file}; still missing: {fields}.", { file: file.name, fields: r.body.missing.join(", ") }) : t("Filled from {file}.", { file: file.name });
     } catch (err) {
       message.value = (err as Error).message;
     } finally {
@@ -131,16 +132,17 @@ export function RecordPage({ def, uuid, readOnly }: { def: ResourceView; uuid: s
   const v = values.value;
   // A location's longitude is edited with its latitude, not on its own.
   const companions = new Set(Object.values(def.fields).map((f) => f.longitude_field).filter(Boolean));
-  const title = uuid ? `${ro ? "" : "Edit "}${def.label.singular.toLowerCase()}` : `New ${def.label.singular.toLowerCase()}`;
+  const names = { name: def.label.singular.toLowerCase(), Name: def.label.singular };
+  const title = uuid ? (ro ? def.label.singular : t("Edit {name}", names)) : t("New {name}", names);
   return (
     <main class="page record">
       <p><a href={`/admin/${def.name}`}>← {def.label.plural}</a></p>
       <h1>{title.charAt(0).toUpperCase() + title.slice(1)}</h1>
       {!uuid && !ro && def.ai && (
-        <p class="from-docx"><label class="button">{importing.value ? "Reading…" : "Import from .docx"}
+        <p class="from-docx"><label class="button">{importing.value ? t("Reading…") : t("Import from .docx")}
           <input type="file" class="sr-only" accept=".docx" disabled={importing.value} onChange={(e) => fromDocument((e.target as HTMLInputElement).files?.[0])} /></label></p>
       )}
-      {!v && !message.value && <p role="status">Loading…</p>}
+      {!v && !message.value && <p role="status">{t("Loading…")}</p>}
       {v && (
         <form onSubmit={save} onKeyDown={onKeyDown} class="fields" noValidate>
           <ErrorSummary fields={def.fields} errors={errors.value} />
@@ -159,9 +161,9 @@ export function RecordPage({ def, uuid, readOnly }: { def: ResourceView; uuid: s
               </div>
             );
           })}
-          {message.value && <p class={Object.keys(errors.value).length || message.value !== "Saved." ? "error" : "ok"} role="status">{message.value}</p>}
-          {!ro && <button type="submit" class="primary" disabled={saving.value}>{saving.value ? "Saving…" : "Save"}</button>}
-          {ro && uuid && def.can.edit && <a class="button" href={`/admin/${def.name}/${uuid}`}>Edit</a>}
+          {message.value && <p class={Object.keys(errors.value).length || message.value !== t("Saved.") ? "error" : "ok"} role="status">{message.value}</p>}
+          {!ro && <button type="submit" class="primary" disabled={saving.value}>{saving.value ? t("Saving…") : t("Save")}</button>}
+          {ro && uuid && def.can.edit && <a class="button" href={`/admin/${def.name}/${uuid}`}>{t("Edit")}</a>}
         </form>
       )}
       {!v && message.value && <p class="error" role="alert">{message.value}</p>}
