@@ -147,6 +147,9 @@ describe("the form", () => {
       const page = await open(`/admin/articles/${first}`, viewport);
       await page.locator('[data-html-field="body"] [role="toolbar"]').waitFor();
       expect(await sideways(page)).toBeLessThanOrEqual(0);
+      // A boolean is drawn as a switch (a track and a knob), not as a bare checkbox.
+      const look = await page.evaluate(`(() => { const e = document.querySelector('[data-field="published"] input[role=switch]'); const st = getComputedStyle(e); return [st.appearance, e.getBoundingClientRect().width, getComputedStyle(e, "::before").content]; })()`);
+      expect(look).toEqual(["none", 40, '""']);
       await page.screenshot({ path: join(ROOT, `docs/admin-form-${where}.png`), fullPage: true });
       await expectNoAxeViolations(page, `the form (${where})`);
       await page.close();
