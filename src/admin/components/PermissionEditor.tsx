@@ -4,6 +4,7 @@
  * grid does not know are kept as they are. The server refuses what the editor may not grant.
  */
 import { resources } from "../state";
+import { Icon } from "./Icon";
 
 const ACTIONS = ["view", "create", "edit", "delete", "import", "export", "manage"] as const;
 const FILE_PERMISSIONS = ["view-.files", "create-.files", "edit-.files", "delete-.files", "manage-.files"];
@@ -15,23 +16,25 @@ export function PermissionEditor({ id, value, onChange, readOnly }: { id: string
   const names = [...new Set([...Object.keys(resources.value), "users", "roles"])].sort();
   const known = new Set(["(all)", ...FILE_PERMISSIONS, ...names.flatMap((r) => [...ACTIONS.map((a) => `${a}-${r}`), `api_delete_resource_${r}`])]);
   const others = list.filter((p) => !known.has(p));
-  const box = (p: string, label: string) => <input type="checkbox" aria-label={label} data-permission={p} checked={has(p)} disabled={readOnly} onChange={() => flip(p)} />;
+  /** A grid cell's box is named for its column and row; a box beside its words, by its label. */
+  const box = (p: string, label?: string) => <input type="checkbox" aria-label={label} data-permission={p} checked={has(p)} disabled={readOnly} onChange={() => flip(p)} />;
+  const plural = (r: string) => resources.value[r]?.label.plural ?? r;
   return (
     <div id={id} class="permissions" role="group" aria-label="Permissions">
-      <label class="all">{box("(all)", "(all): every permission")} <strong>(all)</strong> — every permission (administrator)</label>
+      <label class="all">{box("(all)")} <strong>(all)</strong> — every permission (administrator)</label>
       <table>
-        <thead><tr><th>Resource</th>{ACTIONS.map((a) => <th key={a}>{a}</th>)}<th>delete all</th></tr></thead>
+        <thead><tr><th scope="col">Resource</th>{ACTIONS.map((a) => <th key={a} scope="col">{a}</th>)}<th scope="col">delete all</th></tr></thead>
         <tbody>
           {names.map((r) => (
-            <tr key={r}><th>{resources.value[r]?.label.plural ?? r}</th>
-              {ACTIONS.map((a) => <td key={a}>{box(`${a}-${r}`, `${a} ${r}`)}</td>)}
-              <td>{box(`api_delete_resource_${r}`, `delete all ${r}`)}</td>
+            <tr key={r}><th scope="row">{plural(r)}</th>
+              {ACTIONS.map((a) => <td key={a}>{box(`${a}-${r}`, `${a} ${plural(r)}`)}</td>)}
+              <td>{box(`api_delete_resource_${r}`, `delete all ${plural(r)}`)}</td>
             </tr>
           ))}
         </tbody>
       </table>
-      <fieldset><legend>Media library</legend>{FILE_PERMISSIONS.map((p) => <label key={p}>{box(p, p)} {p.split("-")[0]}</label>)}</fieldset>
-      {others.length > 0 && <p>Also held: {others.map((p) => <span key={p} class="chip">{p} {!readOnly && <button type="button" class="link" aria-label={`Remove ${p}`} onClick={() => flip(p)}>✕</button>}</span>)}</p>}
+      <fieldset><legend>Media library</legend>{FILE_PERMISSIONS.map((p) => <label key={p}>{box(p)} {p.split("-")[0]}</label>)}</fieldset>
+      {others.length > 0 && <p>Also held: {others.map((p) => <span key={p} class="chip">{p} {!readOnly && <button type="button" class="link" aria-label={`Remove ${p}`} onClick={() => flip(p)}><Icon name="close" /></button>}</span>)}</p>}
     </div>
   );
 }

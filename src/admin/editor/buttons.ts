@@ -1,9 +1,21 @@
 /** What each editor button does and when it shows as active: the built-in ones and the custom kinds. */
 import type { Editor } from "@tiptap/core";
 import type { CustomButton } from "../state";
+import type { IconName } from "../components/Icon";
 import { customMarkName, customNodeName } from "./extensions";
 
-export type ButtonSpec = { name: string; label: string; icon?: string; run: (editor: Editor) => void; active: (editor: Editor) => boolean; insert?: boolean; bubble?: boolean };
+/** `icon` is text shown instead of the label, `svg` a bundled icon shown instead of both. */
+export type ButtonSpec = { name: string; label: string; icon?: string; svg?: IconName; run: (editor: Editor) => void; active: (editor: Editor) => boolean; insert?: boolean; bubble?: boolean };
+
+/**
+ * A button's accessible name: its label, after the text it shows when that text has letters or
+ * digits the label lacks ("H2 Heading 2", "x₂ Subscript"), so that the name holds what is seen and a
+ * speech user can say it (WCAG 2.5.3, label in name). Signs alone (•, ⌫) are not words to say.
+ */
+export function buttonName(b: ButtonSpec): string {
+  const shown = b.svg ? "" : (b.icon ?? "").trim();
+  return /[\p{L}\p{N}]/u.test(shown) && !b.label.toLowerCase().includes(shown.toLowerCase()) ? `${shown} ${b.label}` : b.label;
+}
 
 const chain = (e: Editor) => e.chain().focus();
 
@@ -25,12 +37,12 @@ const BUILTIN: Record<string, Omit<ButtonSpec, "name">> = {
   h2: { label: "Heading 2", icon: "H2", run: (e) => chain(e).toggleHeading({ level: 2 }).run(), active: (e) => e.isActive("heading", { level: 2 }) },
   h3: { label: "Heading 3", icon: "H3", run: (e) => chain(e).toggleHeading({ level: 3 }).run(), active: (e) => e.isActive("heading", { level: 3 }) },
   h4: { label: "Heading 4", icon: "H4", run: (e) => chain(e).toggleHeading({ level: 4 }).run(), active: (e) => e.isActive("heading", { level: 4 }) },
-  quote: { label: "Quote", icon: "❝", run: (e) => chain(e).toggleBlockquote().run(), active: (e) => e.isActive("blockquote") },
+  quote: { label: "Quote", svg: "quote", run: (e) => chain(e).toggleBlockquote().run(), active: (e) => e.isActive("blockquote") },
   pre: { label: "Preformatted", icon: "</>", run: (e) => chain(e).toggleCodeBlock().run(), active: (e) => e.isActive("codeBlock") },
   orderedlist: { label: "Numbered list", icon: "1.", run: (e) => chain(e).toggleOrderedList().run(), active: (e) => e.isActive("orderedList") },
   unorderedlist: { label: "Bulleted list", icon: "•", run: (e) => chain(e).toggleBulletList().run(), active: (e) => e.isActive("bulletList") },
-  anchor: { label: "Link", icon: "🔗", run: askLink, active: (e) => e.isActive("link"), bubble: true },
-  link: { label: "Link", icon: "🔗", run: askLink, active: (e) => e.isActive("link") },
+  anchor: { label: "Link", svg: "link", run: askLink, active: (e) => e.isActive("link"), bubble: true },
+  link: { label: "Link", svg: "link", run: askLink, active: (e) => e.isActive("link") },
   removeFormat: { label: "Remove formatting", icon: "⌫", run: (e) => chain(e).unsetAllMarks().clearNodes().run(), active: () => false },
 };
 

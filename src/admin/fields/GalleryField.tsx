@@ -2,9 +2,10 @@
 import { useSignal } from "@preact/signals";
 import { MediaPicker } from "../components/MediaPicker";
 import { FileChip } from "../components/FileChip";
+import { Icon } from "../components/Icon";
 import type { FieldProps } from "./types";
 
-export function GalleryField({ id, field, value, onChange, readOnly }: FieldProps) {
+export function GalleryField({ id, field, value, onChange, readOnly, label }: FieldProps) {
   const picking = useSignal(false);
   const list = Array.isArray(value) ? value.map(String) : [];
   const move = (i: number, by: number) => {
@@ -13,15 +14,15 @@ export function GalleryField({ id, field, value, onChange, readOnly }: FieldProp
     onChange(next);
   };
   return (
-    <div id={id} class="gallery-field" role="group" aria-label={field.label}>
+    <div id={id} class="gallery-field" role="group" aria-label={label ?? field.label}>
       <ol>
         {list.map((md5, i) => (
           <li key={`${md5}-${i}`}>
             <FileChip md5={md5} />
             {!readOnly && <>
-              <button type="button" class="link" aria-label="Move up" disabled={i === 0} onClick={() => move(i, -1)}>↑</button>
-              <button type="button" class="link" aria-label="Move down" disabled={i === list.length - 1} onClick={() => move(i, 1)}>↓</button>
-              <button type="button" class="link danger" aria-label="Remove" onClick={() => onChange(list.filter((_, j) => j !== i))}>✕</button>
+              <button type="button" class="link" aria-label={`Move image ${i + 1} up`} disabled={i === 0} onClick={() => move(i, -1)}><Icon name="up" /></button>
+              <button type="button" class="link" aria-label={`Move image ${i + 1} down`} disabled={i === list.length - 1} onClick={() => move(i, 1)}><Icon name="down" /></button>
+              <button type="button" class="link danger" aria-label={`Remove image ${i + 1}`} onClick={() => onChange(list.filter((_, j) => j !== i))}><Icon name="close" /></button>
             </>}
           </li>
         ))}

@@ -4,12 +4,13 @@
  */
 import type { FunctionComponent } from "preact";
 import { useRef } from "preact/hooks";
+import { Icon } from "../components/Icon";
 import type { FieldProps } from "./types";
 
 type Row = Record<string, unknown>;
 
 export function GroupField(p: FieldProps & { Editor: FunctionComponent<FieldProps & { languages: string[] }> }) {
-  const { id, field, value, onChange, readOnly, path, errors, Editor } = p;
+  const { id, field, value, onChange, readOnly, path, errors, Editor, label } = p;
   const rows: Row[] = Array.isArray(value) ? (value as Row[]) : [];
   const subs = Object.entries(field.fields ?? {});
   // Changes in one tick (a slug following its source in a row) build on each other.
@@ -26,16 +27,16 @@ export function GroupField(p: FieldProps & { Editor: FunctionComponent<FieldProp
   };
   const empty = (): Row => Object.fromEntries(subs.map(([k, f]) => [k, f.type === "boolean" ? false : f.multi || f.type === "group" || f.type === "gallery" ? [] : f.type === "number" ? null : ""]));
   return (
-    <div id={id} class="group" role="group" aria-label={field.label}>
+    <div id={id} class="group" role="group" aria-label={label ?? field.label}>
       <ol>
         {rows.map((row, i) => (
           <li key={i} class="group-row" data-row={i}>
             <div class="row-tools">
               <span class="muted">{i + 1}</span>
               {!readOnly && <>
-                <button type="button" class="link" aria-label={`Move row ${i + 1} up`} disabled={i === 0} onClick={() => move(i, -1)}>↑</button>
-                <button type="button" class="link" aria-label={`Move row ${i + 1} down`} disabled={i === rows.length - 1} onClick={() => move(i, 1)}>↓</button>
-                <button type="button" class="link danger" aria-label={`Remove row ${i + 1}`} onClick={() => onChange(rows.filter((_, j) => j !== i))}>✕</button>
+                <button type="button" class="link" aria-label={`Move row ${i + 1} up`} disabled={i === 0} onClick={() => move(i, -1)}><Icon name="up" /></button>
+                <button type="button" class="link" aria-label={`Move row ${i + 1} down`} disabled={i === rows.length - 1} onClick={() => move(i, 1)}><Icon name="down" /></button>
+                <button type="button" class="link danger" aria-label={`Remove row ${i + 1}`} onClick={() => onChange(rows.filter((_, j) => j !== i))}><Icon name="close" /></button>
               </>}
             </div>
             {subs.map(([k, f]) => {
@@ -43,7 +44,7 @@ export function GroupField(p: FieldProps & { Editor: FunctionComponent<FieldProp
               return (
                 <div key={k} class={`field type-${f.type} ${f.wrapper_class ?? ""}`} data-field={k}>
                   <label for={`${id}-${i}-${k}`}>{f.label}{f.required && <span aria-hidden="true"> *</span>}</label>
-                  <Editor {...p} id={`${id}-${i}-${k}`} name={k} field={f} value={row[k]} model={row} path={subPath} error={errors[subPath]} languages={p.def.languages}
+                  <Editor {...p} label={undefined} id={`${id}-${i}-${k}`} name={k} field={f} value={row[k]} model={row} path={subPath} error={errors[subPath]} languages={p.def.languages}
                     onChange={(v) => set(i, { ...latest.current[i], [k]: v })} setField={(n, v) => set(i, { ...latest.current[i], [n]: v })} />
                   {errors[subPath] && <p class="error" role="alert">{errors[subPath]}</p>}
                 </div>

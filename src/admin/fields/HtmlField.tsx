@@ -7,9 +7,10 @@ import { useEffect, useRef } from "preact/hooks";
 import { useSignal } from "@preact/signals";
 import { Editor } from "@tiptap/core";
 import { extensionsFor } from "../editor/extensions";
-import { buttonSpecs, type ButtonSpec } from "../editor/buttons";
+import { buttonName, buttonSpecs, type ButtonSpec } from "../editor/buttons";
 import { mediaImageAttrs } from "../editor/media-sizes";
 import { MediaPicker } from "../components/MediaPicker";
+import { Icon } from "../components/Icon";
 import type { FieldProps } from "./types";
 
 function Toolbar({ specs, editor, tick, label }: { specs: ButtonSpec[]; editor: Editor; tick: number; label: string }) {
@@ -17,16 +18,18 @@ function Toolbar({ specs, editor, tick, label }: { specs: ButtonSpec[]; editor: 
     <>
       {specs.map((b) => (
         <button key={b.name} type="button" class={`tool${b.active(editor) ? " active" : ""}`} data-button={b.name} aria-pressed={b.active(editor)}
-          title={b.label} aria-label={`${b.label} (${label})`} data-tick={tick}
+          title={b.label} aria-label={`${buttonName(b)} (${label})`} data-tick={tick}
           onMouseDown={(e) => e.preventDefault()} onClick={() => b.run(editor)}>
-          {b.icon ?? b.label}
+          {b.svg ? <Icon name={b.svg} /> : b.icon ?? b.label}
         </button>
       ))}
     </>
   );
 }
 
-export function HtmlField({ id, name, field, value, onChange, readOnly, def }: FieldProps) {
+export function HtmlField({ id, name, field, value, onChange, readOnly, def, label }: FieldProps) {
+  /** The editor's name: the field's, or one language's ("Body (de)"). */
+  const named = label ?? field.label;
   const host = useRef<HTMLDivElement>(null);
   const editor = useRef<Editor | null>(null);
   const tick = useSignal(0);
@@ -56,7 +59,7 @@ export function HtmlField({ id, name, field, value, onChange, readOnly, def }: F
       content: html,
       editable: !readOnly,
       editorProps: {
-        attributes: { id, class: "html-editor", role: "textbox", "aria-multiline": "true", "aria-label": field.label },
+        attributes: { id, class: "html-editor", role: "textbox", "aria-multiline": "true", "aria-label": named },
         handlePaste: (view, event) => {
           if (field.paste_html) return false;
           const text = event.clipboardData?.getData("text/plain") ?? "";
@@ -95,17 +98,17 @@ export function HtmlField({ id, name, field, value, onChange, readOnly, def }: F
   return (
     <div class="html-field" data-html-field={name}>
       {!readOnly && ed && (
-        <div class="toolbar-row" role="toolbar" aria-label={`${field.label} formatting`}>
-          <Toolbar specs={main} editor={ed} tick={ticks} label={field.label} />
+        <div class="toolbar-row" role="toolbar" aria-label={`${named} formatting`}>
+          <Toolbar specs={main} editor={ed} tick={ticks} label={named} />
           {(field.media || inserts.length > 0) && <span class="sep" aria-hidden="true" />}
           {field.media && <button type="button" class="tool" data-button="media" onClick={() => (picking.value = true)}>Media</button>}
-          <Toolbar specs={inserts} editor={ed} tick={ticks} label={field.label} />
+          <Toolbar specs={inserts} editor={ed} tick={ticks} label={named} />
         </div>
       )}
       <div class="editor-host" ref={host}>
         {!readOnly && ed && bubble.value && bubbles.length > 0 && (
           <div class="bubble" role="toolbar" aria-label="Selection" style={{ left: `${bubble.value.left}px`, top: `${bubble.value.top}px` }}>
-            <Toolbar specs={bubbles} editor={ed} tick={ticks} label={`${field.label}, selection`} />
+            <Toolbar specs={bubbles} editor={ed} tick={ticks} label={`${named}, selection`} />
           </div>
         )}
       </div>

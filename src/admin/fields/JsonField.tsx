@@ -2,10 +2,10 @@
 import { useSignal } from "@preact/signals";
 import type { FieldProps } from "./types";
 
-export function JsonField({ id, value, onChange, readOnly }: FieldProps) {
+export function JsonField({ id, value, onChange, readOnly, label }: FieldProps) {
   const text = useSignal(value === undefined ? "" : JSON.stringify(value, null, 2));
   const bad = useSignal(false);
-  return <textarea id={id} class={bad.value ? "invalid" : undefined} rows={4} value={text.value} readOnly={readOnly} onInput={(e) => {
+  return <textarea id={id} aria-label={label} class={bad.value ? "invalid" : undefined} rows={4} value={text.value} readOnly={readOnly} onInput={(e) => {
     text.value = (e.target as HTMLTextAreaElement).value;
     try {
       onChange(text.value.trim() === "" ? null : JSON.parse(text.value));

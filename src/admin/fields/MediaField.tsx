@@ -4,11 +4,11 @@ import { MediaPicker } from "../components/MediaPicker";
 import { FileChip } from "../components/FileChip";
 import type { FieldProps } from "./types";
 
-export function MediaField({ id, field, value, onChange, readOnly, accept }: FieldProps & { accept?: string }) {
+export function MediaField({ id, field, value, onChange, readOnly, accept, label }: FieldProps & { accept?: string }) {
   const picking = useSignal(false);
   const md5 = typeof value === "string" && value ? value : null;
   return (
-    <div id={id} class="media-field" role="group" aria-label={field.label}>
+    <div id={id} class="media-field" role="group" aria-label={label ?? field.label}>
       {md5 ? <FileChip md5={md5} /> : <span class="muted">No file</span>}
       {!readOnly && <button type="button" onClick={() => (picking.value = true)}>{md5 ? "Replace…" : "Choose…"}</button>}
       {!readOnly && md5 && <button type="button" class="link danger" onClick={() => onChange("")}>Remove</button>}

@@ -25,6 +25,7 @@ import { ColorField } from "./ColorField";
 import { LocationPickerField } from "./LocationPickerField";
 import { GroupField } from "./GroupField";
 import { JsonField } from "./JsonField";
+import { Icon } from "../components/Icon";
 import { api, ApiError, type Envelope } from "../api";
 
 type EditorProps = FieldProps & { languages: string[] };
@@ -39,15 +40,17 @@ const EDITORS: Record<string, FunctionComponent<FieldProps>> = {
 /** Types whose value is already a list: `multi` does not wrap them again. */
 const LISTS = new Set(["select", "gallery", "group"]);
 
+/** A list of single values: each entry's editor is named for the field and its place ("Tags 2"). */
 function MultiField(p: FieldProps & { Editor: FunctionComponent<FieldProps> }) {
   const list = Array.isArray(p.value) ? p.value : [];
   const set = (i: number, v: unknown) => p.onChange(list.map((x, j) => (j === i ? v : x)));
+  const name = p.label ?? p.field.label;
   return (
-    <div class="multi" id={p.id} role="group" aria-label={p.field.label}>
+    <div class="multi" id={p.id} role="group" aria-label={name}>
       {list.map((v, i) => (
         <div key={i} class="multi-row">
-          <p.Editor {...p} id={`${p.id}-${i}`} value={v} path={`${p.path}[${i}]`} onChange={(x) => set(i, x)} />
-          {!p.readOnly && <button type="button" class="link" aria-label={`Remove ${i + 1}`} onClick={() => p.onChange(list.filter((_, j) => j !== i))}>✕</button>}
+          <p.Editor {...p} id={`${p.id}-${i}`} label={`${name} ${i + 1}`} value={v} path={`${p.path}[${i}]`} onChange={(x) => set(i, x)} />
+          {!p.readOnly && <button type="button" class="link" aria-label={`Remove ${name} ${i + 1}`} onClick={() => p.onChange(list.filter((_, j) => j !== i))}><Icon name="close" /></button>}
         </div>
       ))}
       {!p.readOnly && <button type="button" class="link" onClick={() => p.onChange([...list, p.field.type === "number" ? null : ""])}>Add</button>}
@@ -55,8 +58,14 @@ function MultiField(p: FieldProps & { Editor: FunctionComponent<FieldProps> }) {
   );
 }
 
+/**
+ * A translated value: a tab per language (the WAI-ARIA tabs pattern: arrow keys, Home and End move
+ * and select, only the selected tab is in the tab order), each language's editor named for the
+ * field and the language ("Title (de)").
+ */
 function I18nField(p: EditorProps & { Inner: FunctionComponent<FieldProps> }) {
   const tab = useSignal(p.languages[0]);
+  const tabs = useRef<HTMLDivElement>(null);
   const busy = useSignal(false);
   const problem = useSignal("");
   const o = p.value && typeof p.value === "object" && !Array.isArray(p.value) ? (p.value as Record<string, unknown>) : {};
@@ -84,17 +93,30 @@ function I18nField(p: EditorProps & { Inner: FunctionComponent<FieldProps> }) {
       busy.value = false;
     }
   };
+  const onTabKey = (e: KeyboardEvent, i: number) => {
+    const n = p.languages.length;
+    const to = ({ ArrowRight: (i + 1) % n, ArrowLeft: (i + n - 1) % n, Home: 0, End: n - 1 } as Record<string, number>)[e.key];
+    if (to === undefined) return;
+    e.preventDefault();
+    tab.value = p.languages[to];
+    tabs.current?.querySelector<HTMLElement>(`[data-tab="${p.languages[to]}"]`)?.focus();
+  };
+  const name = p.label ?? p.field.label;
   return (
-    <div class="i18n" id={p.id} role="group" aria-label={p.field.label}>
-      <div role="tablist" aria-label={`${p.field.label} languages`}>
-        {p.languages.map((l) => (
-          <button key={l} type="button" role="tab" id={`${p.id}-tab-${l}`} aria-selected={tab.value === l} aria-controls={`${p.id}-panel-${l}`} onClick={() => (tab.value = l)}>{l}</button>
-        ))}
+    <div class="i18n" id={p.id} role="group" aria-label={name}>
+      {/* A tablist holds tabs only: Translate sits beside it. */}
+      <div class="i18n-head" style={{ display: "flex", gap: "4px", flexWrap: "wrap", alignItems: "flex-start" }}>
+        <div role="tablist" ref={tabs} aria-label={`${name}: languages`}>
+          {p.languages.map((l, i) => (
+            <button key={l} type="button" role="tab" id={`${p.id}-tab-${l}`} data-tab={l} aria-selected={tab.value === l} aria-controls={`${p.id}-panel-${l}`}
+              tabIndex={tab.value === l ? 0 : -1} onClick={() => (tab.value = l)} onKeyDown={(e) => onTabKey(e, i)}>{l}</button>
+          ))}
+        </div>
         {p.def.ai && !p.readOnly && p.field.type !== "slug" && <button type="button" class="translate" disabled={busy.value} onClick={translate}>{busy.value ? "Translating…" : `Translate from ${tab.value}`}</button>}
       </div>
       {p.languages.map((l) => (
         <div key={l} role="tabpanel" id={`${p.id}-panel-${l}`} aria-labelledby={`${p.id}-tab-${l}`} hidden={tab.value !== l} data-language={l}>
-          <p.Inner {...p} field={{ ...p.field, i18n: false }} id={`${p.id}-${l}`} language={l} path={`${p.path}.${l}`} value={o[l]} onChange={(v) => setLanguage(l, v)} />
+          <p.Inner {...p} field={{ ...p.field, i18n: false }} id={`${p.id}-${l}`} label={`${name} (${l})`} language={l} path={`${p.path}.${l}`} value={o[l]} onChange={(v) => setLanguage(l, v)} />
         </div>
       ))}
       {problem.value && <p class="error" role="alert">{problem.value}</p>}

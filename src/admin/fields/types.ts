@@ -24,4 +24,9 @@ export type FieldProps = {
   /** Where the value sits in the record (`sections[1].n`): the key of the server's 422 errors. */
   path: string;
   errors: Record<string, string>;
+  /**
+   * The name of the editor's control when no `<label for>` names it: one language of a translated
+   * field ("Title (de)"), one entry of a list ("Tags 2"). Composite editors name their group with it.
+   */
+  label?: string;
 };
