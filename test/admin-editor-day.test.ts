@@ -155,12 +155,20 @@ describe("1. a bulk change needs a value, says how many, and can be undone", () 
     expect((await stored(c)).published).toBe(true);
     // The list shows the change at once (6: no waiting for the next poll).
     await until(page, `document.querySelector('tr[data-uuid="${a}"] td[data-col="published"] [aria-label]')?.getAttribute('aria-label') === 'no'`, 2000);
+    // Someone else changes B meanwhile: Undo leaves their change alone and says so.
+    expect((await s.apiJson("PUT", `/api/v1/articles/${b}`, { published: true, rating: 5 })).status).toBe(200);
     await page.getByRole("button", { name: "Undo" }).click();
-    await page.getByRole("status").filter({ hasText: "Undone" }).waitFor();
+    await page.getByRole("status").filter({ hasText: "Undone on 1 article; 1 changed since were left as they are." }).waitFor();
     expect((await stored(a)).published).toBe(true);
-    expect((await stored(b)).published).toBe(true);
+    expect((await stored(b))).toMatchObject({ published: true, rating: 5 });
     await until(page, `document.querySelector('tr[data-uuid="${a}"] td[data-col="published"] [aria-label]')?.getAttribute('aria-label') === 'yes'`, 2000);
 
+    // Blank is no value for a typed field either.
+    await rowOf(page, a).locator("td.check input").check();
+    await bulk.getByLabel("Set").selectOption({ label: "Title" });
+    await bulk.getByLabel("to", { exact: true }).fill("   ");
+    expect(await apply.isDisabled()).toBe(true);
+    await rowOf(page, a).locator("td.check input").uncheck();
     // Clearing is a choice of its own, confirmed the same way.
     await rowOf(page, a).locator("td.check input").check();
     await rowOf(page, c).locator("td.check input").check();

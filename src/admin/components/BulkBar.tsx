@@ -36,7 +36,8 @@ export function BulkBar({ def, rows, uuids, onDone }: { def: ResourceView; rows:
   /** The count with the resource's own word for it, lowercased where English writes it so. */
   const counted = (n: number) => ({ n, noun: (n === 1 ? def.label.singular : def.label.plural).toLowerCase(), Noun: n === 1 ? def.label.singular : def.label.plural });
   const invalidNumber = chosen?.type === "number" && value.value !== CLEAR && value.value.trim() !== "" && !Number.isFinite(Number(value.value));
-  const ready = Boolean(chosen) && value.value !== "" && !invalidNumber && !busy.value;
+  // A value is something to set: blank or spaces are not (clearing is chosen on purpose).
+  const ready = Boolean(chosen) && value.value.trim() !== "" && !invalidNumber && !busy.value;
 
   const removeAll = async () => {
     if (!confirm(t("Delete {n} {noun}? They can be restored for 90 days.", counted(uuids.length)))) return;
@@ -94,7 +95,7 @@ export function BulkBar({ def, rows, uuids, onDone }: { def: ResourceView; rows:
       const uuidsBefore = Object.keys(u.before);
       const now = await Promise.all(uuidsBefore.map((uuid) => api<Envelope & Record<string, Record<string, Row>>>("GET", `/${def.name}/${uuid}`).then((r) => r.body[def.name]?.[uuid], () => undefined)));
       const current = Object.fromEntries(now.filter((r): r is Row => Boolean(r)).map((r) => [r.uuid, r]));
-      const back = Object.fromEntries(Object.entries(u.before).filter(([uuid]) => JSON.stringify(current[uuid]?.[u.field] ?? null) === JSON.stringify(u.set)).map(([uuid, old]) => [uuid, { [u.field]: old }]));
+      const back = Object.fromEntries(Object.entries(u.before).filter(([uuid]) => current[uuid] && JSON.stringify(current[uuid][u.field] ?? null) === JSON.stringify(u.set)).map(([uuid, old]) => [uuid, { [u.field]: old }]));
       if (Object.keys(back).length) await put(back);
       const kept = Object.keys(u.before).length - Object.keys(back).length;
       const undone = counted(Object.keys(back).length);
