@@ -2,7 +2,7 @@
  * German. Keys are the English texts; `{Name}` is a resource's name as its definition writes it
  * (German capitalises nouns), `{name}` the same in lower case.
  */
-import type { Catalog } from "./index";
+import type { Catalog } from "./catalog";
 
 export const de: Catalog = {
   "Not found": "Nicht gefunden",

@@ -5,8 +5,7 @@
  * put in at run time.
  */
 import { de } from "./de";
-
-export type Catalog = Record<string, string>;
+import type { Catalog } from "./catalog";
 
 /** Each language the admin speaks besides English: add a file beside this one and a line here. */
 const LOCALES: Record<string, Catalog> = { de };
