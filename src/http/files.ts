@@ -14,7 +14,8 @@ import { handle, type Ctx } from "./context";
 import { records, streamedRecords } from "./envelope";
 
 const KEY = "files";
-const MAX_TITLE_BYTES = 16 * 1024;
+/** Bound of a `title` or `alt` text part, read before its value is checked. */
+const MAX_TEXT_PART_BYTES = 16 * 1024;
 
 async function partText(body: AsyncIterable<Uint8Array>, max: number): Promise<string> {
   const parts: Uint8Array[] = [];
@@ -34,14 +35,14 @@ async function upload(c: Ctx): Promise<Response> {
   if (!boundary) throw badRequest("send the file as multipart/form-data in a part named `file`");
   const max = c.site.config.maxUpload;
   let staged: Staged | null = null;
-  let fields: { name: string | null; claimedType: string | null; title: string | null } = { name: null, claimedType: null, title: null };
+  let fields: { name: string | null; claimedType: string | null; title: string | null; alt: string | null } = { name: null, claimedType: null, title: null, alt: null };
   try {
     for await (const part of readMultipart(limitedBody(c.request, max + FRAMING_ALLOWANCE, max), boundary)) {
       if (part.name === "file" && !staged) {
         staged = await stageUpload(c.site, part.body);
         fields = { ...fields, name: part.filename, claimedType: part.contentType };
-      } else if (part.name === "title") {
-        fields.title = await partText(part.body, MAX_TITLE_BYTES);
+      } else if (part.name === "title" || part.name === "alt") {
+        fields[part.name] = await partText(part.body, MAX_TEXT_PART_BYTES);
       }
       // Any other part is skipped by the reader.
     }

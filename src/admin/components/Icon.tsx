@@ -19,6 +19,8 @@ const PATHS = {
   down: "M6 9l6 6 6-6",
   upload: "M12 16V4 M7 9l5-5 5 5 M4 20h16",
   undo: "M9 14L4 9l5-5 M4 9h10a6 6 0 0 1 0 12h-3",
+  play: "M4 4h16v16H4z M10 8.5v7l5.5-3.5z",
+  archive: "M4 4h16v4H4z M5 8v12h14V8 M10 12h4",
 } as const;
 
 export type IconName = keyof typeof PATHS;

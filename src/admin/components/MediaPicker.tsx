@@ -2,7 +2,9 @@
 import { useEffect } from "preact/hooks";
 import { useSignal } from "@preact/signals";
 import { Dialog } from "./Dialog";
-import { accepts, isImage, listFiles, thumb, uploadFile, type FileMeta } from "../media";
+import { Icon } from "./Icon";
+import { accepts, isImage, kindIcon, listFiles, thumb, uploadFile, type FileMeta } from "../media";
+import { sizeLabel } from "../editor/media-sizes";
 
 export function MediaPicker({ accept, sizes, onPick, onClose }: { accept?: string; sizes?: string[]; onPick: (f: FileMeta, size?: string) => void; onClose: () => void }) {
   const files = useSignal<FileMeta[]>([]);
@@ -10,7 +12,9 @@ export function MediaPicker({ accept, sizes, onPick, onClose }: { accept?: strin
   const error = useSignal("");
   const progress = useSignal<number | null>(null);
   const size = useSignal(sizes?.[0] ?? "");
-  const load = () => listFiles({ search: search.value, limit: 120 }).then((r) => (files.value = r.files.filter((f) => accepts(accept, f)))).catch((e: Error) => (error.value = e.message));
+  // Images are filtered by the server, so that a page of 120 is 120 images, not 120 files of which some are images.
+  const kind = accept?.trim() === "image/*" ? "image" : undefined;
+  const load = () => listFiles({ search: search.value, limit: 120, kind }).then((r) => (files.value = r.files.filter((f) => accepts(accept, f)))).catch((e: Error) => (error.value = e.message));
   useEffect(() => { void load(); }, [search.value]);
   const upload = async (list: FileList | null) => {
     error.value = "";
@@ -34,9 +38,9 @@ export function MediaPicker({ accept, sizes, onPick, onClose }: { accept?: strin
     <Dialog title="Media library" onClose={onClose}>
       <div class="picker-tools">
         <input type="search" maxLength={200} placeholder="Search files" aria-label="Search files" onInput={(e) => (search.value = (e.target as HTMLInputElement).value)} />
-        <label class="button">Upload<input type="file" class="sr-only" accept={accept} onChange={(e) => upload((e.target as HTMLInputElement).files)} /></label>
+        <label class="button"><Icon name="upload" /> Upload<input type="file" class="sr-only" accept={accept} onChange={(e) => upload((e.target as HTMLInputElement).files)} /></label>
         {sizes && sizes.length > 0 && (
-          <label>Size <select value={size.value} onChange={(e) => (size.value = (e.target as HTMLSelectElement).value)}>{sizes.map((s) => <option key={s} value={s}>{s}</option>)}</select></label>
+          <label>Size <select value={size.value} onChange={(e) => (size.value = (e.target as HTMLSelectElement).value)}>{sizes.map((s) => <option key={s} value={s}>{sizeLabel(s)}</option>)}</select></label>
         )}
       </div>
       {progress.value !== null && <progress max={1} value={progress.value} aria-label="Upload progress" />}
@@ -45,8 +49,8 @@ export function MediaPicker({ accept, sizes, onPick, onClose }: { accept?: strin
         {files.value.map((f) => (
           <li key={f.uuid}>
             <button type="button" class="pick" data-file={f.uuid} onClick={() => onPick(f, size.value || undefined)}>
-              {isImage(f.type) ? <img src={thumb(f.uuid)} alt="" loading="lazy" /> : <span class="file-icon" aria-hidden="true">📄</span>}
-              <span>{f.title || f.name}</span>
+              {isImage(f.type) ? <img src={thumb(f.uuid)} alt={f.alt ?? ""} loading="lazy" /> : <span class="file-icon"><Icon name={kindIcon(f.type)} size={40} /></span>}
+              <span class="pick-name">{f.title || f.name}</span>
             </button>
           </li>
         ))}

@@ -7,14 +7,33 @@
 import type { FileMeta } from "../media";
 
 const WIDTHS = [640, 1280, 1920];
+const SIZE = /^([a-z]+)-(\d{1,3})$/;
 
+/** The usual names of the t-shirt scale; any other name is shown capitalised ("hero" → "Hero"). */
+const NAMES: Record<string, string> = {
+  xxs: "Extra extra small", xs: "Extra small", sm: "Small", md: "Medium", lg: "Large", xl: "Extra large", xxl: "Extra extra large",
+  full: "Full width",
+};
+
+/** What an editor reads for a size: `sm-50` is "Small, 50 %". An entry of another shape is shown as written. */
+export function sizeLabel(size: string): string {
+  const m = SIZE.exec(size);
+  if (!m) return size;
+  const name = Object.hasOwn(NAMES, m[1]) ? NAMES[m[1]] : m[1][0].toUpperCase() + m[1].slice(1);
+  return `${name}, ${Math.min(100, Number(m[2]))} %`;
+}
+
+/**
+ * The inserted image's alt is the file's alt text; a file without one falls back to its title,
+ * then to its name without the extension, as before alt text existed.
+ */
 export function mediaImageAttrs(f: FileMeta, size?: string): Record<string, string> {
   const attrs: Record<string, string> = {
     src: `/img/${f.uuid}/1280w`,
     srcset: WIDTHS.map((w) => `/img/${f.uuid}/${w}w ${w}w`).join(", "),
-    alt: f.title || f.name.replace(/\.[^.]+$/, ""),
+    alt: f.alt || f.title || f.name.replace(/\.[^.]+$/, ""),
   };
-  const m = size ? /^([a-z]+)-(\d{1,3})$/.exec(size) : null;
+  const m = size ? SIZE.exec(size) : null;
   if (m) {
     attrs.class = size!;
     attrs.sizes = `${Math.min(100, Number(m[2]))}vw`;

@@ -1,25 +1,40 @@
 /**
- * The media library: drop or choose several files (progress each, a too-large file named clearly),
- * a grid with thumbnails, editable titles, delete, where a file is used, and the unused ones.
+ * The media library: drop or choose several files (progress each while they upload; a finished
+ * one's row leaves after a moment, a refused one stays with its reason until dismissed), sorted
+ * and filtered by kind through the list API (both kept in the URL), a grid with thumbnails, title
+ * and (for images) alt text edited in place, delete, where a file is used, and the unused ones.
  */
 import { useEffect } from "preact/hooks";
 import { useSignal } from "@preact/signals";
 import { api, ApiError, type Envelope } from "../api";
 import { location, setParams } from "../router";
 import { may } from "../state";
-import { isImage, listFiles, thumb, uploadFile, type FileMeta } from "../media";
+import {
+  formatSize, isImage, isKind, isSortName, kindIcon, kindOf, KINDS, listFiles, SORTS, sortFiles, thumb, uploadFile, type FileMeta,
+  type SortName,
+} from "../media";
 import { Dialog } from "../components/Dialog";
+import { Icon } from "../components/Icon";
 
 const PAGE = 60;
+/** How long a finished upload's row stays, long enough to be seen, short enough not to pile up. */
+const DONE_SHOWN_MS = 3000;
 type Usage = { resource: string; uuid: string; fields: string[] };
-type Upload = { name: string; progress: number; error?: string };
+type Upload = { id: number; name: string; progress: number; done?: boolean; error?: string };
+let uploadIds = 0;
 
 export function FilesPage() {
-  const page = Math.max(1, Number(location.value.params.get("page")) || 1);
-  const onlyUnused = location.value.params.get("unused") === "1";
+  const params = location.value.params;
+  const page = Math.max(1, Number(params.get("page")) || 1);
+  const onlyUnused = params.get("unused") === "1";
+  const sortParam = params.get("sort");
+  const sort: SortName = isSortName(sortParam) ? sortParam : "newest";
+  const kindParam = params.get("kind");
+  const kind = isKind(kindParam) ? kindParam : undefined;
   const files = useSignal<FileMeta[]>([]);
   const total = useSignal(0);
   const error = useSignal("");
+  const status = useSignal("");
   const uploads = useSignal<Upload[]>([]);
   const over = useSignal(false);
   const usageOf = useSignal<{ file: FileMeta; usage: Usage[] | null } | null>(null);
@@ -31,10 +46,10 @@ export function FilesPage() {
     try {
       if (onlyUnused) {
         const r = await api<Envelope & { files: Record<string, FileMeta> }>("GET", "/.files-unused");
-        files.value = Object.values(r.body.files);
+        files.value = sortFiles(Object.values(r.body.files).filter((f) => !kind || kindOf(f.type) === kind), sort);
         total.value = files.value.length;
       } else {
-        const r = await listFiles({ offset: (page - 1) * PAGE, limit: PAGE });
+        const r = await listFiles({ offset: (page - 1) * PAGE, limit: PAGE, sort, kind });
         files.value = r.files;
         total.value = r.total;
       }
@@ -43,29 +58,40 @@ export function FilesPage() {
       error.value = (e as Error).message;
     }
   };
-  useEffect(() => { void load(); }, [page, onlyUnused]);
+  useEffect(() => { void load(); }, [page, onlyUnused, sort, kind]);
 
   const upload = async (list: FileList | File[]) => {
-    const chosen = Array.from(list);
-    uploads.value = chosen.map((f) => ({ name: f.name, progress: 0 }));
-    await Promise.all(chosen.map(async (file, i) => {
-      const set = (u: Partial<Upload>) => (uploads.value = uploads.value.map((x, j) => (j === i ? { ...x, ...u } : x)));
+    const chosen = Array.from(list).map((file) => ({ file, row: { id: ++uploadIds, name: file.name, progress: 0 } as Upload }));
+    // Rows still showing a refusal stay until dismissed; finished ones make room.
+    uploads.value = [...uploads.value.filter((u) => u.error), ...chosen.map((c) => c.row)];
+    await Promise.all(chosen.map(async ({ file, row }) => {
+      const set = (u: Partial<Upload>) => (uploads.value = uploads.value.map((x) => (x.id === row.id ? { ...x, ...u } : x)));
       try {
         await uploadFile(file, (p) => set({ progress: p }));
-        set({ progress: 1 });
+        set({ progress: 1, done: true });
       } catch (e) {
         set({ error: (e as Error).message });
       }
     }));
     await load();
+    const finished = new Set(chosen.map((c) => c.row.id));
+    setTimeout(() => (uploads.value = uploads.value.filter((u) => !(u.done && finished.has(u.id)))), DONE_SHOWN_MS);
   };
-  const rename = async (f: FileMeta, title: string) => {
-    if (title === (f.title ?? "")) return;
+  const dismiss = (id: number) => (uploads.value = uploads.value.filter((u) => u.id !== id));
+
+  /** Saves one of the editable texts; the card is updated in place, so the grid keeps its order while one edits. */
+  const save = async (f: FileMeta, key: "title" | "alt", value: string) => {
+    if (value === (f[key] ?? "")) return;
+    const what = key === "alt" ? "alt text" : "title";
     try {
-      await api("PUT", `/.files/${f.uuid}`, { title });
-      await load();
+      const r = await api<Envelope & { files: Record<string, FileMeta> }>("PUT", `/.files/${f.uuid}`, { [key]: value });
+      const updated = r.body.files[f.uuid];
+      if (updated) files.value = files.value.map((x) => (x.uuid === f.uuid ? updated : x));
+      status.value = `Saved the ${what} of ${f.name}.`;
+      error.value = "";
     } catch (e) {
-      error.value = (e as ApiError).message;
+      const why = e instanceof ApiError ? e.body.errors?.[key] : undefined;
+      error.value = why ? `The ${what} of ${f.name} ${why}.` : (e as Error).message;
     }
   };
   const remove = async (f: FileMeta) => {
@@ -82,44 +108,93 @@ export function FilesPage() {
     const r = await api<Envelope & { usage: Usage[] }>("GET", `/.files-usage?uuid=${f.uuid}`).catch((e: Error) => { error.value = e.message; return null; });
     if (r) usageOf.value = { file: f, usage: r.body.usage };
   };
+  /** Sort, kind and "only unused" start again at the first page. */
+  const choose = (key: string, value: string | null) => setParams((p) => {
+    if (value) p.set(key, value);
+    else p.delete(key);
+    p.delete("page");
+  });
 
   return (
     <main class="page files">
       <div class="heading">
         <h1>Media library</h1>
         <span class="total">{total.value} files</span>
-        <div class="actions">
-          <label><input type="checkbox" checked={onlyUnused} onChange={() => setParams((p) => { if (onlyUnused) p.delete("unused"); else p.set("unused", "1"); p.delete("page"); })} /> Only unused</label>
-        </div>
+      </div>
+      <div class="library-tools">
+        <label>Sort <select value={sort} onChange={(e) => choose("sort", (e.target as HTMLSelectElement).value === "newest" ? null : (e.target as HTMLSelectElement).value)}>
+          {Object.entries(SORTS).map(([value, s]) => <option key={value} value={value}>{s.label}</option>)}
+        </select></label>
+        <label>Type <select value={kind ?? ""} onChange={(e) => choose("kind", (e.target as HTMLSelectElement).value || null)}>
+          <option value="">All types</option>
+          {KINDS.map((k) => <option key={k.value} value={k.value}>{k.label}</option>)}
+        </select></label>
+        <label class="check"><input type="checkbox" checked={onlyUnused} onChange={() => choose("unused", onlyUnused ? null : "1")} /> Only unused</label>
       </div>
       {canUpload && (
         <div class={`dropzone${over.value ? " over" : ""}`} data-dropzone
           onDragOver={(e) => { e.preventDefault(); over.value = true; }} onDragLeave={() => (over.value = false)}
           onDrop={(e) => { e.preventDefault(); over.value = false; if (e.dataTransfer?.files.length) void upload(e.dataTransfer.files); }}>
-          <p>Drop files here, or <label class="button">choose files<input type="file" multiple class="sr-only" onChange={(e) => upload((e.target as HTMLInputElement).files ?? [])} /></label></p>
+          <p>Drop files here, or <label class="button"><Icon name="upload" /> choose files<input type="file" multiple class="sr-only" onChange={(e) => upload((e.target as HTMLInputElement).files ?? [])} /></label></p>
           {uploads.value.length > 0 && (
             <ul class="uploads">
-              {uploads.value.map((u, i) => (
-                <li key={i} data-upload={u.name}>{u.name} {u.error ? <span class="error" role="alert">{u.error}</span> : <progress max={1} value={u.progress} aria-label={`Upload of ${u.name}`} />}</li>
+              {uploads.value.map((u) => (
+                <li key={u.id} data-upload={u.name} class={u.error ? "failed" : u.done ? "done" : undefined}>
+                  <span class="upload-name">{u.name}</span>
+                  {u.error ? (
+                    <>
+                      <span class="error" role="alert">{u.error}</span>
+                      <button type="button" class="link" onClick={() => dismiss(u.id)}>Dismiss</button>
+                    </>
+                  ) : (
+                    <>
+                      <progress max={1} value={u.progress} aria-label={`Upload of ${u.name}`} />
+                      {u.done && <span class="ok"><Icon name="check" /> done</span>}
+                    </>
+                  )}
+                </li>
               ))}
             </ul>
           )}
         </div>
       )}
       {error.value && <p class="error" role="alert">{error.value}</p>}
-      <ul class="grid">
+      <p class="sr-only" role="status">{status.value}</p>
+      <ul class="library">
         {files.value.map((f) => (
           <li key={f.uuid} data-file={f.uuid}>
-            {isImage(f.type) ? <img src={thumb(f.uuid)} alt={f.title || f.name} loading="lazy" /> : <span class="file-icon" aria-hidden="true">📄</span>}
-            {canEdit ? <input aria-label={`Title of ${f.name}`} defaultValue={f.title ?? ""} placeholder={f.name} onChange={(e) => rename(f, (e.target as HTMLInputElement).value)} /> : <span>{f.title || f.name}</span>}
-            <span class="muted"><a href={`/download/${f.uuid}`}>{f.name}</a> · {(f.size / 1024).toFixed(1)} KiB</span>
-            <span>
+            <div class="preview">
+              {isImage(f.type) ? <img src={thumb(f.uuid)} alt={f.alt ?? ""} loading="lazy" /> : <Icon name={kindIcon(f.type)} size={40} />}
+            </div>
+            <a class="file-name" id={`name-${f.uuid}`} href={`/download/${f.uuid}`}>{f.name}</a>
+            <span class="file-size muted">{formatSize(f.size)}{f.width && f.height ? ` · ${f.width} × ${f.height}` : ""}</span>
+            {canEdit ? (
+              <>
+                <label class="meta-field">Title
+                  <input defaultValue={f.title ?? ""} placeholder={f.name} aria-describedby={`name-${f.uuid}`}
+                    onChange={(e) => save(f, "title", (e.target as HTMLInputElement).value)} />
+                </label>
+                {f.type.startsWith("image/") && (
+                  <label class="meta-field">Alt text
+                    <input defaultValue={f.alt ?? ""} aria-describedby={`name-${f.uuid}`}
+                      onChange={(e) => save(f, "alt", (e.target as HTMLInputElement).value)} />
+                  </label>
+                )}
+              </>
+            ) : (
+              <>
+                {f.title && <span>{f.title}</span>}
+                {f.alt && <span class="muted">Alt text: {f.alt}</span>}
+              </>
+            )}
+            <span class="file-actions">
               <button type="button" class="link" onClick={() => showUsage(f)}>Used where</button>
               {canDelete && <button type="button" class="link danger" onClick={() => remove(f)}>Delete</button>}
             </span>
           </li>
         ))}
       </ul>
+      {files.value.length === 0 && !error.value && <p class="muted">{kind || onlyUnused ? "No file matches." : "No files yet."}</p>}
       {!onlyUnused && (
         <nav class="pager" aria-label="Pages">
           <button type="button" disabled={page <= 1} onClick={() => setParams((p) => p.set("page", String(page - 1)))}>Previous</button>

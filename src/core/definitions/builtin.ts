@@ -34,6 +34,8 @@ export const BUILTIN: Record<string, DefinitionFile & { internal?: boolean }> = 
     fields: {
       name: { type: "text", name: "File name" },
       title: { type: "text", name: "Title" },
+      // Newer than the first sites: records are JSON, so theirs simply lack it until it is set.
+      alt: { type: "text", name: "Alt text" },
       type: { type: "text", name: "MIME type" },
       size: { type: "number", name: "Size" },
       width: { type: "number", name: "Width" },

@@ -1,7 +1,7 @@
 /**
- * The media library's metadata operations behind /api/v1/.files: list, read, update (title and
- * name only) and delete (record, content and every resized copy). Records live in `.files_meta`
- * and are listed with the same query language as any resource.
+ * The media library's metadata operations behind /api/v1/.files: list, read, update (title, alt
+ * text and name only) and delete (record, content and every resized copy). Records live in
+ * `.files_meta` and are listed with the same query language as any resource.
  */
 import { authorize, type Principal } from "../access/permissions";
 import type { ResourceDef } from "../definitions/types";
@@ -16,7 +16,21 @@ import { contentKey, FILES, filesOf, MD5_RE, META, variantPrefix } from "./conte
 import { cleanFileName } from "./names";
 
 /** Fields a client may change with PUT; the rest describe the content and are set on upload. */
-export const EDITABLE = ["title", "name"];
+export const EDITABLE = ["title", "alt", "name"];
+
+/**
+ * Longest alt text, in characters. Alt text is read aloud in full wherever the image appears; past
+ * this it is a description that belongs in the text. The field's own rules (one line, valid
+ * Unicode, no NUL) apply as to titles.
+ */
+export const MAX_ALT = 1000;
+
+/** Throws 422 naming `alt` when it is longer than MAX_ALT characters. */
+export function checkAltLength(alt: unknown): void {
+  if (typeof alt === "string" && [...alt].length > MAX_ALT) {
+    throw new AppError(422, "INVALID_DATA", "one or more fields are invalid", { errors: { alt: `must be at most ${MAX_ALT} characters` } });
+  }
+}
 
 export function metaDef(site: Site): ResourceDef {
   const def = site.defs.get(META);
@@ -49,7 +63,8 @@ export async function updateFile(site: Site, p: Principal, uuid: string, body: u
   for (const k of Object.keys(input)) {
     if (k === "uuid" ? input.uuid !== uuid : !EDITABLE.includes(k)) errors[k] = `cannot be changed; editable: ${EDITABLE.join(", ")}`;
   }
-  if (Object.keys(errors).length) throw new AppError(422, "INVALID_DATA", "only title and name can be changed", { errors });
+  if (Object.keys(errors).length) throw new AppError(422, "INVALID_DATA", `only ${EDITABLE.join(", ")} can be changed`, { errors });
+  checkAltLength(input.alt);
   if (typeof input.name === "string") input.name = cleanFileName(input.name);
   await findFile(site, uuid);
   const values = await prepareValues(site.store, def, input, "update", uuid, { passwordMinLength: site.config.passwordMinLength });

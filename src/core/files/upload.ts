@@ -13,7 +13,7 @@ import type { StoredRecord } from "../store/types";
 import type { BlobWriter } from "./blob-store";
 import { contentKey, FILES, filesOf, META } from "./context";
 import { imageInfo } from "./image-info";
-import { metaDef } from "./library";
+import { checkAltLength, metaDef } from "./library";
 import { cleanFileName } from "./names";
 import { detectType, SNIFF_BYTES } from "./sniff";
 
@@ -60,7 +60,7 @@ export async function stageUpload(site: Site, chunks: AsyncIterable<Uint8Array>)
   return { md5: hasher.digest("hex"), size, head: Buffer.concat(head), writer };
 }
 
-export type UploadFields = { name?: string | null; claimedType?: string | null; title?: string | null };
+export type UploadFields = { name?: string | null; claimedType?: string | null; title?: string | null; alt?: string | null };
 
 /**
  * Publishes staged content. Identical content already stored keeps its record and its blob:
@@ -81,7 +81,8 @@ export async function commitUpload(site: Site, p: Principal, staged: Staged, fie
       }
       const name = cleanFileName(fields.name);
       const type = detectType(staged.head, fields.claimedType, name);
-      const values = await prepareValues(site.store, def, { name, title: fields.title ?? "", type, size: staged.size }, "create", uuid, { passwordMinLength: site.config.passwordMinLength });
+      checkAltLength(fields.alt);
+      const values = await prepareValues(site.store, def, { name, title: fields.title ?? "", alt: fields.alt ?? "", type, size: staged.size }, "create", uuid, { passwordMinLength: site.config.passwordMinLength });
       await staged.writer.commit(key);
       try {
         const info = await imageInfo(files.blobs.localPath(key) ?? (await (await files.blobs.get(key))!.bytes()), type);
