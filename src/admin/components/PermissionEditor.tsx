@@ -5,6 +5,7 @@
  */
 import { resources } from "../state";
 import { Icon } from "./Icon";
+import { t } from "../i18n";
 
 const ACTIONS = ["view", "create", "edit", "delete", "import", "export", "manage"] as const;
 const FILE_PERMISSIONS = ["view-.files", "create-.files", "edit-.files", "delete-.files", "manage-.files"];
@@ -20,10 +21,10 @@ export function PermissionEditor({ id, value, onChange, readOnly }: { id: string
   const box = (p: string, label?: string) => <input type="checkbox" aria-label={label} data-permission={p} checked={has(p)} disabled={readOnly} onChange={() => flip(p)} />;
   const plural = (r: string) => resources.value[r]?.label.plural ?? r;
   return (
-    <div id={id} class="permissions" role="group" aria-label="Permissions">
-      <label class="all">{box("(all)")} <strong>(all)</strong> — every permission (administrator)</label>
+    <div id={id} class="permissions" role="group" aria-label={t("Permissions")}>
+      <label class="all">{box("(all)")} <strong>(all)</strong> — {t("every permission (administrator)")}</label>
       <table>
-        <thead><tr><th scope="col">Resource</th>{ACTIONS.map((a) => <th key={a} scope="col">{a}</th>)}<th scope="col">delete all</th></tr></thead>
+        <thead><tr><th scope="col">{t("Resource")}</th>{ACTIONS.map((a) => <th key={a} scope="col">{a}</th>)}<th scope="col">delete all</th></tr></thead>
         <tbody>
           {names.map((r) => (
             <tr key={r}><th scope="row">{plural(r)}</th>
@@ -33,8 +34,8 @@ export function PermissionEditor({ id, value, onChange, readOnly }: { id: string
           ))}
         </tbody>
       </table>
-      <fieldset><legend>Media library</legend>{FILE_PERMISSIONS.map((p) => <label key={p}>{box(p)} {p.split("-")[0]}</label>)}</fieldset>
-      {others.length > 0 && <p>Also held: {others.map((p) => <span key={p} class="chip">{p} {!readOnly && <button type="button" class="link" aria-label={`Remove ${p}`} onClick={() => flip(p)}><Icon name="close" /></button>}</span>)}</p>}
+      <fieldset><legend>{t("Media library")}</legend>{FILE_PERMISSIONS.map((p) => <label key={p}>{box(p)} {p.split("-")[0]}</label>)}</fieldset>
+      {others.length > 0 && <p>{t("Also held:")} {others.map((p) => <span key={p} class="chip">{p} {!readOnly && <button type="button" class="link" aria-label={t("Remove {name}", { name: p })} onClick={() => flip(p)}><Icon name="close" /></button>}</span>)}</p>}
     </div>
   );
 }

@@ -5,6 +5,7 @@
 import { useEffect, useRef } from "preact/hooks";
 import { useSignal } from "@preact/signals";
 import { Icon } from "./Icon";
+import { t } from "../i18n";
 
 const TILE = 256;
 const HEIGHT = 300;
@@ -56,8 +57,8 @@ export function TileMap({ tiles, lat, lng, onPick, readOnly }: { tiles: string; 
       {cells.map((c) => <img key={c.key} src={c.src} alt="" draggable={false} style={{ left: `${c.x}px`, top: `${c.y}px` }} />)}
       {lat !== null && lng !== null && <span class="pin" aria-hidden="true" style={{ left: `${width / 2}px`, top: `${HEIGHT / 2}px`, lineHeight: 0, color: "#c62828" }}><Icon name="pin" size={28} /></span>}
       <div class="zoom" onClick={(e) => e.stopPropagation()}>
-        <button type="button" aria-label="Zoom in" disabled={z >= 19} onClick={() => (zoom.value = z + 1)}>+</button>
-        <button type="button" aria-label="Zoom out" disabled={z <= 1} onClick={() => (zoom.value = z - 1)}>−</button>
+        <button type="button" aria-label={t("Zoom in")} disabled={z >= 19} onClick={() => (zoom.value = z + 1)}>+</button>
+        <button type="button" aria-label={t("Zoom out")} disabled={z <= 1} onClick={() => (zoom.value = z - 1)}>−</button>
       </div>
     </div>
   );

@@ -2,6 +2,7 @@
 import { api } from "../api";
 import { navigate } from "../router";
 import { may, me, resources, status } from "../state";
+import { t } from "../i18n";
 
 function closeMenus(e: Event) {
   (e.currentTarget as HTMLElement).closest("details")?.removeAttribute("open");
@@ -20,26 +21,26 @@ export function TopBar() {
   return (
     <header class="topbar">
       <a class="brand" href="/admin">resd</a>
-      <nav aria-label="Main">
+      <nav aria-label={t("Main")}>
         <details class="menu" data-menu="resources">
-          <summary>Resources</summary>
+          <summary>{t("Resources")}</summary>
           <ul>
             {bar.map((r) => <li key={r.name}><a href={`/admin/${r.name}`} onClick={closeMenus}>{r.label.plural}</a></li>)}
-            {bar.length === 0 && <li class="muted">No resources</li>}
+            {bar.length === 0 && <li class="muted">{t("No resources")}</li>}
           </ul>
         </details>
         {(admin.length > 0 || files) && (
           <details class="menu" data-menu="admin">
-            <summary>Administration</summary>
+            <summary>{t("Administration")}</summary>
             <ul>
               {admin.map((r) => <li key={r!.name}><a href={`/admin/${r!.name}`} onClick={closeMenus}>{r!.label.plural}</a></li>)}
-              {files && <li><a href="/admin/files" onClick={closeMenus}>Media library</a></li>}
+              {files && <li><a href="/admin/files" onClick={closeMenus}>{t("Media library")}</a></li>}
             </ul>
           </details>
         )}
       </nav>
       <span class="who">{me.value?.email}</span>
-      <button type="button" class="link" onClick={signOut}>Sign out</button>
+      <button type="button" class="link" onClick={signOut}>{t("Sign out")}</button>
     </header>
   );
 }

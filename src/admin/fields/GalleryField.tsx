@@ -4,6 +4,7 @@ import { MediaPicker } from "../components/MediaPicker";
 import { FileChip } from "../components/FileChip";
 import { Icon } from "../components/Icon";
 import type { FieldProps } from "./types";
+import { t } from "../i18n";
 
 export function GalleryField({ id, field, value, onChange, readOnly, label }: FieldProps) {
   const picking = useSignal(false);
@@ -20,14 +21,14 @@ export function GalleryField({ id, field, value, onChange, readOnly, label }: Fi
           <li key={`${md5}-${i}`}>
             <FileChip md5={md5} />
             {!readOnly && <>
-              <button type="button" class="link" aria-label={`Move image ${i + 1} up`} disabled={i === 0} onClick={() => move(i, -1)}><Icon name="up" /></button>
-              <button type="button" class="link" aria-label={`Move image ${i + 1} down`} disabled={i === list.length - 1} onClick={() => move(i, 1)}><Icon name="down" /></button>
-              <button type="button" class="link danger" aria-label={`Remove image ${i + 1}`} onClick={() => onChange(list.filter((_, j) => j !== i))}><Icon name="close" /></button>
+              <button type="button" class="link" aria-label={t("Move image {n} up", { n: i + 1 })} disabled={i === 0} onClick={() => move(i, -1)}><Icon name="up" /></button>
+              <button type="button" class="link" aria-label={t("Move image {n} down", { n: i + 1 })} disabled={i === list.length - 1} onClick={() => move(i, 1)}><Icon name="down" /></button>
+              <button type="button" class="link danger" aria-label={t("Remove image {n}", { n: i + 1 })} onClick={() => onChange(list.filter((_, j) => j !== i))}><Icon name="close" /></button>
             </>}
           </li>
         ))}
       </ol>
-      {!readOnly && <button type="button" onClick={() => (picking.value = true)}>Add image…</button>}
+      {!readOnly && <button type="button" onClick={() => (picking.value = true)}>{t("Add image…")}</button>}
       {picking.value && <MediaPicker accept={field.accept ?? "image/*"} onClose={() => (picking.value = false)} onPick={(f) => { onChange([...list, f.uuid]); picking.value = false; }} />}
     </div>
   );

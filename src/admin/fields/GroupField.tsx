@@ -6,6 +6,7 @@ import type { FunctionComponent } from "preact";
 import { useRef } from "preact/hooks";
 import { Icon } from "../components/Icon";
 import type { FieldProps } from "./types";
+import { t } from "../i18n";
 
 type Row = Record<string, unknown>;
 
@@ -34,9 +35,9 @@ export function GroupField(p: FieldProps & { Editor: FunctionComponent<FieldProp
             <div class="row-tools">
               <span class="muted">{i + 1}</span>
               {!readOnly && <>
-                <button type="button" class="link" aria-label={`Move row ${i + 1} up`} disabled={i === 0} onClick={() => move(i, -1)}><Icon name="up" /></button>
-                <button type="button" class="link" aria-label={`Move row ${i + 1} down`} disabled={i === rows.length - 1} onClick={() => move(i, 1)}><Icon name="down" /></button>
-                <button type="button" class="link danger" aria-label={`Remove row ${i + 1}`} onClick={() => onChange(rows.filter((_, j) => j !== i))}><Icon name="close" /></button>
+                <button type="button" class="link" aria-label={t("Move row {n} up", { n: i + 1 })} disabled={i === 0} onClick={() => move(i, -1)}><Icon name="up" /></button>
+                <button type="button" class="link" aria-label={t("Move row {n} down", { n: i + 1 })} disabled={i === rows.length - 1} onClick={() => move(i, 1)}><Icon name="down" /></button>
+                <button type="button" class="link danger" aria-label={t("Remove row {n}", { n: i + 1 })} onClick={() => onChange(rows.filter((_, j) => j !== i))}><Icon name="close" /></button>
               </>}
             </div>
             {subs.map(([k, f]) => {
@@ -54,7 +55,7 @@ export function GroupField(p: FieldProps & { Editor: FunctionComponent<FieldProp
         ))}
       </ol>
       {errors[path] && <p class="error" role="alert">{errors[path]}</p>}
-      {!readOnly && <button type="button" onClick={() => onChange([...rows, empty()])}>Add row</button>}
+      {!readOnly && <button type="button" onClick={() => onChange([...rows, empty()])}>{t("Add row")}</button>}
     </div>
   );
 }

@@ -5,6 +5,7 @@
 import { settings } from "../state";
 import { TileMap } from "../components/TileMap";
 import type { FieldProps } from "./types";
+import { t } from "../i18n";
 
 const num = (v: string) => (v.trim() === "" ? null : Number(v));
 
@@ -16,9 +17,9 @@ export function LocationPickerField({ id, field, value, onChange, readOnly, mode
   return (
     <div id={id} class="location" role="group" aria-label={label ?? field.label}>
       {tiles && lng && <TileMap tiles={tiles} lat={at(value)} lng={at(model[lng])} readOnly={readOnly} onPick={(la, lo) => { onChange(la); setField(lng, lo); }} />}
-      <label for={`${id}-latitude`}>Latitude <input id={`${id}-latitude`} type="number" step="any" min={-90} max={90} value={show(value)} readOnly={readOnly} required={field.required}
+      <label for={`${id}-latitude`}>{t("Latitude")} <input id={`${id}-latitude`} type="number" step="any" min={-90} max={90} value={show(value)} readOnly={readOnly} required={field.required}
         onInput={(e) => onChange(num((e.target as HTMLInputElement).value))} /></label>
-      {lng && <label for={`${id}-longitude`}>Longitude <input id={`${id}-longitude`} type="number" step="any" min={-180} max={180} value={show(model[lng])} readOnly={readOnly} required={field.required}
+      {lng && <label for={`${id}-longitude`}>{t("Longitude")} <input id={`${id}-longitude`} type="number" step="any" min={-180} max={180} value={show(model[lng])} readOnly={readOnly} required={field.required}
         onInput={(e) => setField(lng, num((e.target as HTMLInputElement).value))} /></label>}
     </div>
   );

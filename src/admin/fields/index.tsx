@@ -27,6 +27,7 @@ import { GroupField } from "./GroupField";
 import { JsonField } from "./JsonField";
 import { Icon } from "../components/Icon";
 import { api, ApiError, type Envelope } from "../api";
+import { t } from "../i18n";
 
 type EditorProps = FieldProps & { languages: string[] };
 
@@ -50,10 +51,10 @@ function MultiField(p: FieldProps & { Editor: FunctionComponent<FieldProps> }) {
       {list.map((v, i) => (
         <div key={i} class="multi-row">
           <p.Editor {...p} id={`${p.id}-${i}`} label={`${name} ${i + 1}`} value={v} path={`${p.path}[${i}]`} onChange={(x) => set(i, x)} />
-          {!p.readOnly && <button type="button" class="link" aria-label={`Remove ${name} ${i + 1}`} onClick={() => p.onChange(list.filter((_, j) => j !== i))}><Icon name="close" /></button>}
+          {!p.readOnly && <button type="button" class="link" aria-label={t("Remove {name} {n}", { name, n: i + 1 })} onClick={() => p.onChange(list.filter((_, j) => j !== i))}><Icon name="close" /></button>}
         </div>
       ))}
-      {!p.readOnly && <button type="button" class="link" onClick={() => p.onChange([...list, p.field.type === "number" ? null : ""])}>Add</button>}
+      {!p.readOnly && <button type="button" class="link" onClick={() => p.onChange([...list, p.field.type === "number" ? null : ""])}>{t("Add")}</button>}
     </div>
   );
 }
@@ -80,7 +81,7 @@ function I18nField(p: EditorProps & { Inner: FunctionComponent<FieldProps> }) {
   const translate = async () => {
     const from = tab.value;
     const text = o[from];
-    if (typeof text !== "string" || !text.trim()) return (problem.value = `Write the ${from} text first.`);
+    if (typeof text !== "string" || !text.trim()) return (problem.value = t("Write the {language} text first.", { language: from }));
     busy.value = true;
     problem.value = "";
     try {
@@ -106,13 +107,13 @@ function I18nField(p: EditorProps & { Inner: FunctionComponent<FieldProps> }) {
     <div class="i18n" id={p.id} role="group" aria-label={name}>
       {/* A tablist holds tabs only: Translate sits beside it. */}
       <div class="i18n-head" style={{ display: "flex", gap: "4px", flexWrap: "wrap", alignItems: "flex-start" }}>
-        <div role="tablist" ref={tabs} aria-label={`${name}: languages`}>
+        <div role="tablist" ref={tabs} aria-label={t("{name}: languages", { name })}>
           {p.languages.map((l, i) => (
             <button key={l} type="button" role="tab" id={`${p.id}-tab-${l}`} data-tab={l} aria-selected={tab.value === l} aria-controls={`${p.id}-panel-${l}`}
               tabIndex={tab.value === l ? 0 : -1} onClick={() => (tab.value = l)} onKeyDown={(e) => onTabKey(e, i)}>{l}</button>
           ))}
         </div>
-        {p.def.ai && !p.readOnly && p.field.type !== "slug" && <button type="button" class="translate" disabled={busy.value} onClick={translate}>{busy.value ? "Translating…" : `Translate from ${tab.value}`}</button>}
+        {p.def.ai && !p.readOnly && p.field.type !== "slug" && <button type="button" class="translate" disabled={busy.value} onClick={translate}>{busy.value ? t("Translating…") : t("Translate from {language}", { language: tab.value })}</button>}
       </div>
       {p.languages.map((l) => (
         <div key={l} role="tabpanel" id={`${p.id}-panel-${l}`} aria-labelledby={`${p.id}-tab-${l}`} hidden={tab.value !== l} data-language={l}>

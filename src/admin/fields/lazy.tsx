@@ -3,6 +3,7 @@ import type { FunctionComponent } from "preact";
 import { useEffect } from "preact/hooks";
 import { useSignal } from "@preact/signals";
 import type { FieldProps } from "./types";
+import { t } from "../i18n";
 
 export function lazyField(load: () => Promise<FunctionComponent<FieldProps>>): FunctionComponent<FieldProps> {
   let loaded: FunctionComponent<FieldProps> | null = null;
@@ -13,6 +14,6 @@ export function lazyField(load: () => Promise<FunctionComponent<FieldProps>>): F
       if (!ready.value) void (pending ??= load()).then((c) => (ready.value = loaded = c));
     }, []);
     const C = ready.value;
-    return C ? <C {...p} /> : <p class="muted" role="status">Loading editor…</p>;
+    return C ? <C {...p} /> : <p class="muted" role="status">{t("Loading editor…")}</p>;
   };
 }

@@ -3,6 +3,7 @@ import { useSignal } from "@preact/signals";
 import { api, ApiError } from "../api";
 import { location, navigate } from "../router";
 import { loadMeta } from "../state";
+import { t } from "../i18n";
 
 export function SignIn() {
   const error = useSignal("");
@@ -18,7 +19,7 @@ export function SignIn() {
       const next = location.value.params.get("next") ?? "/admin";
       navigate(next.startsWith("/admin") && !next.startsWith("/admin/sign-in") ? next : "/admin", true);
     } catch (err) {
-      error.value = err instanceof ApiError && err.status === 401 ? "E-mail or password is wrong." : err instanceof ApiError && err.status === 429 ? "Too many attempts. Wait a minute and try again." : (err as Error).message;
+      error.value = err instanceof ApiError && err.status === 401 ? t("E-mail or password is wrong.") : err instanceof ApiError && err.status === 429 ? t("Too many attempts. Wait a minute and try again.") : (err as Error).message;
     } finally {
       busy.value = false;
     }
@@ -26,11 +27,11 @@ export function SignIn() {
   return (
     <main class="signin">
       <form onSubmit={submit} aria-labelledby="signin-title">
-        <h1 id="signin-title">Sign in</h1>
-        <label>E-mail<input name="email" type="email" autocomplete="username" required autofocus /></label>
-        <label>Password<input name="password" type="password" autocomplete="current-password" required /></label>
+        <h1 id="signin-title">{t("Sign in")}</h1>
+        <label>{t("E-mail")}<input name="email" type="email" autocomplete="username" required autofocus /></label>
+        <label>{t("Password")}<input name="password" type="password" autocomplete="current-password" required /></label>
         {error.value && <p class="error" role="alert">{error.value}</p>}
-        <button type="submit" disabled={busy.value}>{busy.value ? "Signing in…" : "Sign in"}</button>
+        <button type="submit" disabled={busy.value}>{busy.value ? t("Signing in…") : t("Sign in")}</button>
       </form>
     </main>
   );

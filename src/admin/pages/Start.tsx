@@ -3,6 +3,7 @@ import { useEffect } from "preact/hooks";
 import { useSignal } from "@preact/signals";
 import { api } from "../api";
 import { me, resources } from "../state";
+import { t } from "../i18n";
 
 type Message = { level: string; topic: string; text: string; at: number };
 
@@ -14,9 +15,9 @@ export function Start() {
   const list = Object.values(resources.value);
   return (
     <main class="page">
-      <h1>Welcome</h1>
+      <h1>{t("Welcome")}</h1>
       {messages.value.length > 0 && (
-        <section aria-label="System messages" class="messages">
+        <section aria-label={t("System messages")} class="messages">
           {messages.value.map((m, i) => <p key={i} class={`message ${m.level}`}><strong>{m.topic}</strong>: {m.text}</p>)}
         </section>
       )}
