@@ -150,3 +150,12 @@ describe("alt text of files", () => {
     }
   });
 });
+
+test("the OpenAPI document describes alt text where it is read and written", async () => {
+  const doc = (await call("GET", "/api/v1/openapi.json")).body;
+  expect(doc.components.schemas.FileMeta.properties.alt.type).toBe("string");
+  const put = doc.paths["/api/v1/.files/{uuid}"].put.requestBody.content["application/json"].schema;
+  expect(put.properties.alt.maxLength).toBe(1000);
+  const post = doc.paths["/api/v1/.files"].post.requestBody.content["multipart/form-data"].schema;
+  expect(Object.keys(post.properties)).toEqual(["file", "title", "alt"]);
+});

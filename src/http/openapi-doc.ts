@@ -193,7 +193,7 @@ function resourcePaths(p: Principal, def: ResourceDef, paths: Record<string, Pat
   if (may("create") && mayUseAi(p)) {
     paths[`/api/v1/${r}/import-document`] = { post: {
       tags, summary: `Propose field values for a new record of ${r} from a .docx (creates nothing)`, operationId: `${r}.import_document`,
-      requestBody: { required: true, content: { "multipart/form-data": { schema: { type: "object", properties: { file: { type: "string", format: "binary" } }, required: ["file"] } } } },
+      requestBody: { required: true, content: { "multipart/form-data": { schema: { type: "object", properties: { file: { type: "string", format: "binary" }, title: { type: "string" }, alt: { type: "string", maxLength: 1000, description: "text alternative for images" } }, required: ["file"] } } } },
       responses: { "200": { description: "proposal, rejected, missing, document, model", content: { "application/json": { schema: ref("Envelope") } } }, ...errorRefs(400, 401, 403, 413) },
     } };
   }
@@ -205,7 +205,7 @@ function resourcePaths(p: Principal, def: ResourceDef, paths: Record<string, Pat
         { name: "strict", in: "query", required: false, description: "1: all or nothing (422 when a row is rejected)", schema: { type: "string", enum: ["1", "true", "yes", "0", "false", "no"] } },
         { name: "missing_files", in: "query", required: false, description: "allow: image/file values need not name an uploaded file yet", schema: { type: "string", enum: ["allow"] } },
       ],
-      requestBody: { required: true, content: { "multipart/form-data": { schema: { type: "object", properties: { file: { type: "string", format: "binary" } }, required: ["file"] } } } },
+      requestBody: { required: true, content: { "multipart/form-data": { schema: { type: "object", properties: { file: { type: "string", format: "binary" }, title: { type: "string" }, alt: { type: "string", maxLength: 1000, description: "text alternative for images" } }, required: ["file"] } } } },
       responses: { "200": { description: "import statistics and the rows that failed", content: { "application/json": { schema: { allOf: [ref("Envelope"), { type: "object", properties: {
         stats: ref("ImportStats"),
         errors_detail: { type: "array", description: "the first 1,000 failing rows", items: { type: "object", properties: { row: { type: "integer" }, field: { type: "string", nullable: true }, reason: { type: "string" }, uuid: { type: "string" } }, required: ["row", "field", "reason"] } },
@@ -228,11 +228,11 @@ function filePaths(p: Principal, paths: Record<string, PathItem>, publicMedia: b
   if (may("create")) {
     coll.post = {
       tags, summary: "Upload a file", operationId: "resd:files.upload",
-      requestBody: { required: true, content: { "multipart/form-data": { schema: { type: "object", properties: { file: { type: "string", format: "binary" } }, required: ["file"] } } } },
+      requestBody: { required: true, content: { "multipart/form-data": { schema: { type: "object", properties: { file: { type: "string", format: "binary" }, title: { type: "string" }, alt: { type: "string", maxLength: 1000, description: "text alternative for images" } }, required: ["file"] } } } },
       responses: { "201": resp("RESOURCE_CREATED"), ...errorRefs(400, 401, 403, 413) },
     };
   }
-  if (may("edit")) one.put = { tags, summary: "Change file metadata", operationId: "resd:files.update", requestBody: jsonBody({ type: "object", properties: { title: { type: "string" }, name: { type: "string" } }, additionalProperties: false }), responses: { "200": resp("RESOURCE_UPDATED"), ...errorRefs(400, 401, 403, 404, 422) } };
+  if (may("edit")) one.put = { tags, summary: "Change file metadata", operationId: "resd:files.update", requestBody: jsonBody({ type: "object", properties: { title: { type: "string" }, name: { type: "string" }, alt: { type: "string", maxLength: 1000, description: "text alternative for images" } }, additionalProperties: false }), responses: { "200": resp("RESOURCE_UPDATED"), ...errorRefs(400, 401, 403, 404, 422) } };
   if (may("delete")) one.delete = { tags, summary: "Delete a file, its metadata and resized copies", operationId: "resd:files.delete", responses: { "200": resp("RESOURCE_DELETED"), ...errorRefs(401, 403, 404) } };
   if (Object.keys(coll).length) paths["/api/v1/.files"] = coll;
   if (Object.keys(one).length > 1) paths["/api/v1/.files/{uuid}"] = one;
@@ -374,7 +374,7 @@ export function buildOpenApi(site: Site, p: Principal, serverUrl: string, opts: 
       matched: { type: "object", description: "updated rows per key that found their record (uuid, id, name, title or the match field)", additionalProperties: { type: "integer" } },
     }, required: ["imported", "errors", "created", "updated", "total", "matched"] },
     HistoryEntry: { type: "object", properties: { id: { type: "integer", description: "0: the creation of a record never changed since (also accepted by restore once it has an id of its own)" }, action: { type: "string", enum: ["create", "update", "delete", "restore"] }, at: { type: "integer", description: "milliseconds since the epoch" }, user: { type: "string", nullable: true }, record: { type: "object" } } },
-    FileMeta: { type: "object", properties: { uuid: { type: "string" }, name: { type: "string" }, title: { type: "string" }, type: { type: "string" }, size: { type: "integer" }, width: { type: "integer" }, height: { type: "integer" }, orientation: { type: "string" } } },
+    FileMeta: { type: "object", properties: { uuid: { type: "string" }, name: { type: "string" }, title: { type: "string" }, alt: { type: "string", description: "text alternative (absent until set)" }, type: { type: "string" }, size: { type: "integer" }, width: { type: "integer" }, height: { type: "integer" }, orientation: { type: "string" } } },
   };
   const tags: { name: string; description?: string }[] = opts.tokens ? [{ name: AUTH_TAG, description: "bearer tokens" }] : [];
   for (const def of [...site.defs.values()].sort((a, b) => a.name.localeCompare(b.name))) {
