@@ -106,7 +106,7 @@ describe("schemas as strict as the server", () => {
     for (const k of Object.keys(record)) expect(Object.keys(input.properties)).toContain(k);
     expect((await s.apiJson("PUT", `/api/v1/notes/${uuid}`, record)).status).toBe(200);
     const filePut = doc.paths["/api/v1/.files/{uuid}"].put.requestBody.content["application/json"].schema;
-    expect(Object.keys(filePut.properties).sort()).toEqual(["name", "title"]);
+    expect(Object.keys(filePut.properties).sort()).toEqual(["alt", "name", "title"]);
     expect(filePut.additionalProperties).toBe(false);
   });
 });
