@@ -1,6 +1,7 @@
 /** The media library as the pages use it: list, upload with progress, kinds of file, and `accept` matching. */
 import { api, query, type Envelope } from "./api";
 import type { IconName } from "./components/Icon";
+import { t } from "./i18n";
 
 /** `alt` is missing on files stored before resd kept alt text: read it as "". */
 export type FileMeta = { uuid: string; name: string; title?: string; alt?: string; type: string; size: number; width?: number; height?: number };
@@ -30,11 +31,11 @@ export const KIND_TYPES = {
 } as const;
 
 export type Kind = keyof typeof KIND_TYPES | "other";
-export const KINDS: { value: Kind; label: string }[] = [
-  { value: "image", label: "Images" },
-  { value: "document", label: "Documents" },
-  { value: "media", label: "Video and audio" },
-  { value: "other", label: "Other" },
+export const KINDS: { value: Kind; label: () => string }[] = [
+  { value: "image", label: () => t("Images") },
+  { value: "document", label: () => t("Documents") },
+  { value: "media", label: () => t("Video and audio") },
+  { value: "other", label: () => t("Other") },
 ];
 const KNOWN = Object.entries(KIND_TYPES) as [keyof typeof KIND_TYPES, readonly string[]][];
 
@@ -52,10 +53,10 @@ function kindFilter(kind: Kind): string {
 
 /** Orders of the library, as the list API's `sort`. */
 export const SORTS = {
-  newest: { label: "Newest first", sort: "_created|desc" },
-  oldest: { label: "Oldest first", sort: "_created|asc" },
-  name: { label: "Name", sort: "name|text|asc" },
-  size: { label: "Largest first", sort: "size|desc" },
+  newest: { label: () => t("Newest first"), sort: "_created|desc" },
+  oldest: { label: () => t("Oldest first"), sort: "_created|asc" },
+  name: { label: () => t("Name"), sort: "name|text|asc" },
+  size: { label: () => t("Largest first"), sort: "size|desc" },
 } as const;
 export type SortName = keyof typeof SORTS;
 export const isSortName = (s: string | null): s is SortName => s !== null && Object.hasOwn(SORTS, s);
@@ -95,13 +96,13 @@ export function uploadFile(file: File, onProgress: (p: number) => void): Promise
       try {
         body = JSON.parse(xhr.responseText);
       } catch {
-        return reject(new Error(xhr.status === 413 ? `${file.name} is larger than the server accepts` : `upload failed: HTTP ${xhr.status}`));
+        return reject(new Error(xhr.status === 413 ? t("{file} is larger than the server accepts", { file: file.name }) : t("upload failed: HTTP {status}", { status: xhr.status })));
       }
-      if (xhr.status === 413) return reject(new Error(`${file.name} is larger than the server accepts (${body.details ?? "413"})`));
+      if (xhr.status === 413) return reject(new Error(`${t("{file} is larger than the server accepts", { file: file.name })} (${body.details ?? "413"})`));
       if (xhr.status >= 400) return reject(new Error(`${file.name}: ${body.details ?? body.message ?? xhr.status}`));
       resolve(Object.values(body.files ?? {})[0]!);
     };
-    xhr.onerror = () => reject(new Error(`${file.name}: the upload failed`));
+    xhr.onerror = () => reject(new Error(`${file.name}: ${t("the upload failed")}`));
     const form = new FormData();
     form.append("file", file);
     xhr.send(form);

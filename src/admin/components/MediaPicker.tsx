@@ -5,6 +5,7 @@ import { Dialog } from "./Dialog";
 import { Icon } from "./Icon";
 import { accepts, isImage, kindIcon, listFiles, thumb, uploadFile, type FileMeta } from "../media";
 import { sizeLabel } from "../editor/media-sizes";
+import { t } from "../i18n";
 
 export function MediaPicker({ accept, sizes, onPick, onClose }: { accept?: string; sizes?: string[]; onPick: (f: FileMeta, size?: string) => void; onClose: () => void }) {
   const files = useSignal<FileMeta[]>([]);
@@ -20,7 +21,7 @@ export function MediaPicker({ accept, sizes, onPick, onClose }: { accept?: strin
     error.value = "";
     for (const file of Array.from(list ?? [])) {
       if (!accepts(accept, file)) {
-        error.value = `${file.name} is not accepted here (${accept})`;
+        error.value = t("{file} is not accepted here ({accept})", { file: file.name, accept: accept ?? "" });
         continue;
       }
       try {
@@ -35,15 +36,15 @@ export function MediaPicker({ accept, sizes, onPick, onClose }: { accept?: strin
     }
   };
   return (
-    <Dialog title="Media library" onClose={onClose}>
+    <Dialog title={t("Media library")} onClose={onClose}>
       <div class="picker-tools">
-        <input type="search" maxLength={200} placeholder="Search files" aria-label="Search files" onInput={(e) => (search.value = (e.target as HTMLInputElement).value)} />
+        <input type="search" maxLength={200} placeholder={t("Search files")} aria-label={t("Search files")} onInput={(e) => (search.value = (e.target as HTMLInputElement).value)} />
         <label class="button"><Icon name="upload" /> Upload<input type="file" class="sr-only" accept={accept} onChange={(e) => upload((e.target as HTMLInputElement).files)} /></label>
         {sizes && sizes.length > 0 && (
-          <label>Size <select value={size.value} onChange={(e) => (size.value = (e.target as HTMLSelectElement).value)}>{sizes.map((s) => <option key={s} value={s}>{sizeLabel(s)}</option>)}</select></label>
+          <label>{t("Size")} <select value={size.value} onChange={(e) => (size.value = (e.target as HTMLSelectElement).value)}>{sizes.map((s) => <option key={s} value={s}>{sizeLabel(s)}</option>)}</select></label>
         )}
       </div>
-      {progress.value !== null && <progress max={1} value={progress.value} aria-label="Upload progress" />}
+      {progress.value !== null && <progress max={1} value={progress.value} aria-label={t("Upload progress")} />}
       {error.value && <p class="error" role="alert">{error.value}</p>}
       <ul class="grid picker">
         {files.value.map((f) => (
@@ -54,7 +55,7 @@ export function MediaPicker({ accept, sizes, onPick, onClose }: { accept?: strin
             </button>
           </li>
         ))}
-        {files.value.length === 0 && <li class="muted">No files.</li>}
+        {files.value.length === 0 && <li class="muted">{t("No files.")}</li>}
       </ul>
     </Dialog>
   );

@@ -5,22 +5,23 @@
  * /img). Without a size: the image at 1280 px, no class.
  */
 import type { FileMeta } from "../media";
+import { t } from "../i18n";
 
 const WIDTHS = [640, 1280, 1920];
 const SIZE = /^([a-z]+)-(\d{1,3})$/;
 
 /** The usual names of the t-shirt scale; any other name is shown capitalised ("hero" → "Hero"). */
-const NAMES: Record<string, string> = {
-  xxs: "Extra extra small", xs: "Extra small", sm: "Small", md: "Medium", lg: "Large", xl: "Extra large", xxl: "Extra extra large",
-  full: "Full width",
+const NAMES: Record<string, () => string> = {
+  xxs: () => t("Extra extra small"), xs: () => t("Extra small"), sm: () => t("Small"), md: () => t("Medium"), lg: () => t("Large"),
+  xl: () => t("Extra large"), xxl: () => t("Extra extra large"), full: () => t("Full width"),
 };
 
 /** What an editor reads for a size: `sm-50` is "Small, 50 %". An entry of another shape is shown as written. */
 export function sizeLabel(size: string): string {
   const m = SIZE.exec(size);
   if (!m) return size;
-  const name = Object.hasOwn(NAMES, m[1]) ? NAMES[m[1]] : m[1][0].toUpperCase() + m[1].slice(1);
-  return `${name}, ${Math.min(100, Number(m[2]))} %`;
+  const name = Object.hasOwn(NAMES, m[1]) ? NAMES[m[1]]() : m[1][0].toUpperCase() + m[1].slice(1);
+  return t("{size}, {percent} %", { size: name, percent: Math.min(100, Number(m[2])) });
 }
 
 /**

@@ -15,6 +15,7 @@ import {
 } from "../media";
 import { Dialog } from "../components/Dialog";
 import { Icon } from "../components/Icon";
+import { t, tn } from "../i18n";
 
 const PAGE = 60;
 /** How long a finished upload's row stays, long enough to be seen, short enough not to pile up. */
@@ -82,20 +83,20 @@ export function FilesPage() {
   /** Saves one of the editable texts; the card is updated in place, so the grid keeps its order while one edits. */
   const save = async (f: FileMeta, key: "title" | "alt", value: string) => {
     if (value === (f[key] ?? "")) return;
-    const what = key === "alt" ? "alt text" : "title";
+
     try {
       const r = await api<Envelope & { files: Record<string, FileMeta> }>("PUT", `/.files/${f.uuid}`, { [key]: value });
       const updated = r.body.files[f.uuid];
       if (updated) files.value = files.value.map((x) => (x.uuid === f.uuid ? updated : x));
-      status.value = `Saved the ${what} of ${f.name}.`;
+      status.value = key === "alt" ? t("Saved the alt text of {file}.", { file: f.name }) : t("Saved the title of {file}.", { file: f.name });
       error.value = "";
     } catch (e) {
       const why = e instanceof ApiError ? e.body.errors?.[key] : undefined;
-      error.value = why ? `The ${what} of ${f.name} ${why}.` : (e as Error).message;
+      error.value = why ? (key === "alt" ? t("The alt text of {file}: {why}.", { file: f.name, why }) : t("The title of {file}: {why}.", { file: f.name, why })) : (e as Error).message;
     }
   };
   const remove = async (f: FileMeta) => {
-    if (!confirm(`Delete ${f.title || f.name}? Records that use it will show it as missing.`)) return;
+    if (!confirm(t("Delete {file}? Records that use it will show it as missing.", { file: f.title || f.name }))) return;
     try {
       await api("DELETE", `/.files/${f.uuid}`);
       await load();
@@ -118,24 +119,24 @@ export function FilesPage() {
   return (
     <main class="page files">
       <div class="heading">
-        <h1>Media library</h1>
-        <span class="total">{total.value} files</span>
+        <h1>{t("Media library")}</h1>
+        <span class="total">{tn(total.value, "{n} file", "{n} files")}</span>
       </div>
       <div class="library-tools">
-        <label>Sort <select value={sort} onChange={(e) => choose("sort", (e.target as HTMLSelectElement).value === "newest" ? null : (e.target as HTMLSelectElement).value)}>
-          {Object.entries(SORTS).map(([value, s]) => <option key={value} value={value}>{s.label}</option>)}
+        <label>{t("Sort")} <select value={sort} onChange={(e) => choose("sort", (e.target as HTMLSelectElement).value === "newest" ? null : (e.target as HTMLSelectElement).value)}>
+          {Object.entries(SORTS).map(([value, s]) => <option key={value} value={value}>{s.label()}</option>)}
         </select></label>
-        <label>Type <select value={kind ?? ""} onChange={(e) => choose("kind", (e.target as HTMLSelectElement).value || null)}>
-          <option value="">All types</option>
-          {KINDS.map((k) => <option key={k.value} value={k.value}>{k.label}</option>)}
+        <label>{t("Type")} <select value={kind ?? ""} onChange={(e) => choose("kind", (e.target as HTMLSelectElement).value || null)}>
+          <option value="">{t("All types")}</option>
+          {KINDS.map((k) => <option key={k.value} value={k.value}>{k.label()}</option>)}
         </select></label>
-        <label class="check"><input type="checkbox" checked={onlyUnused} onChange={() => choose("unused", onlyUnused ? null : "1")} /> Only unused</label>
+        <label class="check"><input type="checkbox" checked={onlyUnused} onChange={() => choose("unused", onlyUnused ? null : "1")} /> {t("Only unused")}</label>
       </div>
       {canUpload && (
         <div class={`dropzone${over.value ? " over" : ""}`} data-dropzone
           onDragOver={(e) => { e.preventDefault(); over.value = true; }} onDragLeave={() => (over.value = false)}
           onDrop={(e) => { e.preventDefault(); over.value = false; if (e.dataTransfer?.files.length) void upload(e.dataTransfer.files); }}>
-          <p>Drop files here, or <label class="button"><Icon name="upload" /> choose files<input type="file" multiple class="sr-only" onChange={(e) => upload((e.target as HTMLInputElement).files ?? [])} /></label></p>
+          <p>{t("Drop files here, or")} <label class="button"><Icon name="upload" /> {t("choose files")}<input type="file" multiple class="sr-only" onChange={(e) => upload((e.target as HTMLInputElement).files ?? [])} /></label></p>
           {uploads.value.length > 0 && (
             <ul class="uploads">
               {uploads.value.map((u) => (
@@ -144,11 +145,11 @@ export function FilesPage() {
                   {u.error ? (
                     <>
                       <span class="error" role="alert">{u.error}</span>
-                      <button type="button" class="link" onClick={() => dismiss(u.id)}>Dismiss</button>
+                      <button type="button" class="link" onClick={() => dismiss(u.id)}>{t("Dismiss")}</button>
                     </>
                   ) : (
                     <>
-                      <progress max={1} value={u.progress} aria-label={`Upload of ${u.name}`} />
+                      <progress max={1} value={u.progress} aria-label={t("Upload of {file}", { file: u.name })} />
                       {u.done && <span class="ok"><Icon name="check" /> done</span>}
                     </>
                   )}
@@ -170,12 +171,12 @@ export function FilesPage() {
             <span class="file-size muted">{formatSize(f.size)}{f.width && f.height ? ` · ${f.width} × ${f.height}` : ""}</span>
             {canEdit ? (
               <>
-                <label class="meta-field">Title
+                <label class="meta-field">{t("Title")}
                   <input defaultValue={f.title ?? ""} placeholder={f.name} aria-describedby={`name-${f.uuid}`}
                     onChange={(e) => save(f, "title", (e.target as HTMLInputElement).value)} />
                 </label>
                 {f.type.startsWith("image/") && (
-                  <label class="meta-field">Alt text
+                  <label class="meta-field">{t("Alt text")}
                     <input defaultValue={f.alt ?? ""} aria-describedby={`name-${f.uuid}`}
                       onChange={(e) => save(f, "alt", (e.target as HTMLInputElement).value)} />
                   </label>
@@ -184,27 +185,27 @@ export function FilesPage() {
             ) : (
               <>
                 {f.title && <span>{f.title}</span>}
-                {f.alt && <span class="muted">Alt text: {f.alt}</span>}
+                {f.alt && <span class="muted">{t("Alt text")}: {f.alt}</span>}
               </>
             )}
             <span class="file-actions">
-              <button type="button" class="link" onClick={() => showUsage(f)}>Used where</button>
-              {canDelete && <button type="button" class="link danger" onClick={() => remove(f)}>Delete</button>}
+              <button type="button" class="link" onClick={() => showUsage(f)}>{t("Used where")}</button>
+              {canDelete && <button type="button" class="link danger" onClick={() => remove(f)}>{t("Delete")}</button>}
             </span>
           </li>
         ))}
       </ul>
-      {files.value.length === 0 && !error.value && <p class="muted">{kind || onlyUnused ? "No file matches." : "No files yet."}</p>}
+      {files.value.length === 0 && !error.value && <p class="muted">{kind || onlyUnused ? t("No file matches.") : t("No files yet.")}</p>}
       {!onlyUnused && (
-        <nav class="pager" aria-label="Pages">
-          <button type="button" disabled={page <= 1} onClick={() => setParams((p) => p.set("page", String(page - 1)))}>Previous</button>
-          <span>Page {page} of {Math.max(1, Math.ceil(total.value / PAGE))}</span>
-          <button type="button" disabled={page * PAGE >= total.value} onClick={() => setParams((p) => p.set("page", String(page + 1)))}>Next</button>
+        <nav class="pager" aria-label={t("Pages")}>
+          <button type="button" disabled={page <= 1} onClick={() => setParams((p) => p.set("page", String(page - 1)))}>{t("Previous")}</button>
+          <span>{t("Page {page} of {pages}", { page, pages: Math.max(1, Math.ceil(total.value / PAGE)) })}</span>
+          <button type="button" disabled={page * PAGE >= total.value} onClick={() => setParams((p) => p.set("page", String(page + 1)))}>{t("Next")}</button>
         </nav>
       )}
       {usageOf.value && (
-        <Dialog title={`Where ${usageOf.value.file.title || usageOf.value.file.name} is used`} onClose={() => (usageOf.value = null)}>
-          {usageOf.value.usage === null ? <p role="status">Looking…</p> : usageOf.value.usage.length === 0 ? <p class="muted">No record you may see uses it.</p> : (
+        <Dialog title={t("Where {file} is used", { file: usageOf.value.file.title || usageOf.value.file.name })} onClose={() => (usageOf.value = null)}>
+          {usageOf.value.usage === null ? <p role="status">{t("Looking…")}</p> : usageOf.value.usage.length === 0 ? <p class="muted">{t("No record you may see uses it.")}</p> : (
             <ul class="usage">
               {usageOf.value.usage.map((u) => <li key={`${u.resource}/${u.uuid}`}><a href={`/admin/${u.resource}/${u.uuid}`}>{u.resource}/{u.uuid}</a> ({u.fields.join(", ")})</li>)}
             </ul>
