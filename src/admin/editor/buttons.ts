@@ -3,6 +3,7 @@ import type { Editor } from "@tiptap/core";
 import type { CustomButton } from "../state";
 import type { IconName } from "../components/Icon";
 import { customMarkName, customNodeName } from "./extensions";
+import { t } from "../i18n";
 
 /** `icon` is text shown instead of the label, `svg` a bundled icon shown instead of both. */
 export type ButtonSpec = { name: string; label: string; icon?: string; svg?: IconName; run: (editor: Editor) => void; active: (editor: Editor) => boolean; insert?: boolean; bubble?: boolean };
@@ -21,29 +22,29 @@ const chain = (e: Editor) => e.chain().focus();
 
 function askLink(e: Editor) {
   const current = e.getAttributes("link").href as string | undefined;
-  const href = window.prompt("Link address (empty removes the link)", current ?? "https://");
+  const href = window.prompt(t("Link address (empty removes the link)"), current ?? "https://");
   if (href === null) return;
   if (href.trim() === "") chain(e).extendMarkRange("link").unsetLink().run();
   else chain(e).extendMarkRange("link").setLink({ href: href.trim() }).run();
 }
 
 const BUILTIN: Record<string, Omit<ButtonSpec, "name">> = {
-  bold: { label: "Bold", icon: "B", run: (e) => chain(e).toggleBold().run(), active: (e) => e.isActive("bold"), bubble: true },
-  italic: { label: "Italic", icon: "I", run: (e) => chain(e).toggleItalic().run(), active: (e) => e.isActive("italic"), bubble: true },
-  underline: { label: "Underline", icon: "U", run: (e) => chain(e).toggleUnderline().run(), active: (e) => e.isActive("underline") },
-  strikethrough: { label: "Strikethrough", icon: "S", run: (e) => chain(e).toggleStrike().run(), active: (e) => e.isActive("strike") },
-  subscript: { label: "Subscript", icon: "x₂", run: (e) => chain(e).toggleMark("subscript").run(), active: (e) => e.isActive("subscript") },
-  superscript: { label: "Superscript", icon: "x²", run: (e) => chain(e).toggleMark("superscript").run(), active: (e) => e.isActive("superscript") },
-  h2: { label: "Heading 2", icon: "H2", run: (e) => chain(e).toggleHeading({ level: 2 }).run(), active: (e) => e.isActive("heading", { level: 2 }) },
-  h3: { label: "Heading 3", icon: "H3", run: (e) => chain(e).toggleHeading({ level: 3 }).run(), active: (e) => e.isActive("heading", { level: 3 }) },
-  h4: { label: "Heading 4", icon: "H4", run: (e) => chain(e).toggleHeading({ level: 4 }).run(), active: (e) => e.isActive("heading", { level: 4 }) },
-  quote: { label: "Quote", svg: "quote", run: (e) => chain(e).toggleBlockquote().run(), active: (e) => e.isActive("blockquote") },
-  pre: { label: "Preformatted", icon: "</>", run: (e) => chain(e).toggleCodeBlock().run(), active: (e) => e.isActive("codeBlock") },
-  orderedlist: { label: "Numbered list", icon: "1.", run: (e) => chain(e).toggleOrderedList().run(), active: (e) => e.isActive("orderedList") },
-  unorderedlist: { label: "Bulleted list", icon: "•", run: (e) => chain(e).toggleBulletList().run(), active: (e) => e.isActive("bulletList") },
-  anchor: { label: "Link", svg: "link", run: askLink, active: (e) => e.isActive("link"), bubble: true },
-  link: { label: "Link", svg: "link", run: askLink, active: (e) => e.isActive("link") },
-  removeFormat: { label: "Remove formatting", icon: "⌫", run: (e) => chain(e).unsetAllMarks().clearNodes().run(), active: () => false },
+  bold: { label: t("Bold"), icon: "B", run: (e) => chain(e).toggleBold().run(), active: (e) => e.isActive("bold"), bubble: true },
+  italic: { label: t("Italic"), icon: "I", run: (e) => chain(e).toggleItalic().run(), active: (e) => e.isActive("italic"), bubble: true },
+  underline: { label: t("Underline"), icon: "U", run: (e) => chain(e).toggleUnderline().run(), active: (e) => e.isActive("underline") },
+  strikethrough: { label: t("Strikethrough"), icon: "S", run: (e) => chain(e).toggleStrike().run(), active: (e) => e.isActive("strike") },
+  subscript: { label: t("Subscript"), icon: "x₂", run: (e) => chain(e).toggleMark("subscript").run(), active: (e) => e.isActive("subscript") },
+  superscript: { label: t("Superscript"), icon: "x²", run: (e) => chain(e).toggleMark("superscript").run(), active: (e) => e.isActive("superscript") },
+  h2: { label: t("Heading 2"), icon: "H2", run: (e) => chain(e).toggleHeading({ level: 2 }).run(), active: (e) => e.isActive("heading", { level: 2 }) },
+  h3: { label: t("Heading 3"), icon: "H3", run: (e) => chain(e).toggleHeading({ level: 3 }).run(), active: (e) => e.isActive("heading", { level: 3 }) },
+  h4: { label: t("Heading 4"), icon: "H4", run: (e) => chain(e).toggleHeading({ level: 4 }).run(), active: (e) => e.isActive("heading", { level: 4 }) },
+  quote: { label: t("Quote"), svg: "quote", run: (e) => chain(e).toggleBlockquote().run(), active: (e) => e.isActive("blockquote") },
+  pre: { label: t("Preformatted"), icon: "</>", run: (e) => chain(e).toggleCodeBlock().run(), active: (e) => e.isActive("codeBlock") },
+  orderedlist: { label: t("Numbered list"), icon: "1.", run: (e) => chain(e).toggleOrderedList().run(), active: (e) => e.isActive("orderedList") },
+  unorderedlist: { label: t("Bulleted list"), icon: "•", run: (e) => chain(e).toggleBulletList().run(), active: (e) => e.isActive("bulletList") },
+  anchor: { label: t("Link"), svg: "link", run: askLink, active: (e) => e.isActive("link"), bubble: true },
+  link: { label: t("Link"), svg: "link", run: askLink, active: (e) => e.isActive("link") },
+  removeFormat: { label: t("Remove formatting"), icon: "⌫", run: (e) => chain(e).unsetAllMarks().clearNodes().run(), active: () => false },
 };
 
 /** execCommand names a `command` button may use, as editor commands. */

@@ -12,6 +12,7 @@ import { mediaImageAttrs } from "../editor/media-sizes";
 import { MediaPicker } from "../components/MediaPicker";
 import { Icon } from "../components/Icon";
 import type { FieldProps } from "./types";
+import { t } from "../i18n";
 
 function Toolbar({ specs, editor, tick, label }: { specs: ButtonSpec[]; editor: Editor; tick: number; label: string }) {
   return (
@@ -98,16 +99,16 @@ export function HtmlField({ id, name, field, value, onChange, readOnly, def, lab
   return (
     <div class="html-field" data-html-field={name}>
       {!readOnly && ed && (
-        <div class="toolbar-row" role="toolbar" aria-label={`${named} formatting`}>
+        <div class="toolbar-row" role="toolbar" aria-label={t("{name}: formatting", { name: named })}>
           <Toolbar specs={main} editor={ed} tick={ticks} label={named} />
           {(field.media || inserts.length > 0) && <span class="sep" aria-hidden="true" />}
-          {field.media && <button type="button" class="tool" data-button="media" onClick={() => (picking.value = true)}>Media</button>}
+          {field.media && <button type="button" class="tool" data-button="media" onClick={() => (picking.value = true)}>{t("Media")}</button>}
           <Toolbar specs={inserts} editor={ed} tick={ticks} label={named} />
         </div>
       )}
       <div class="editor-host" ref={host}>
         {!readOnly && ed && bubble.value && bubbles.length > 0 && (
-          <div class="bubble" role="toolbar" aria-label="Selection" style={{ left: `${bubble.value.left}px`, top: `${bubble.value.top}px` }}>
+          <div class="bubble" role="toolbar" aria-label={t("Selection")} style={{ left: `${bubble.value.left}px`, top: `${bubble.value.top}px` }}>
             <Toolbar specs={bubbles} editor={ed} tick={ticks} label={`${named}, selection`} />
           </div>
         )}
