@@ -1,16 +1,18 @@
-/** A `select` field: options from the definition, or records of the resource it names. */
+/**
+ * A `select` field. Naming another resource (that the user may view): a relation picker that
+ * searches it. `multi` with fixed options: a tag picker. Otherwise a dropdown of the options.
+ */
 import type { FieldProps } from "./types";
+import { resources } from "../state";
+import { RelationPicker, type EditorComponent } from "./RelationPicker";
+import { TagPicker } from "./TagPicker";
 
-export function SelectField({ id, field, value, onChange, readOnly }: FieldProps) {
+/** `Editor` (FieldEditor) lets a relation picker show the other resource's form in its "Create new" drawer. */
+export function SelectField(p: FieldProps & { Editor?: EditorComponent }) {
+  const { id, field, value, onChange, readOnly } = p;
+  if (field.resource && resources.value[field.resource]) return <RelationPicker {...p} />;
+  if (field.multi) return <TagPicker {...p} />;
   const options = field.options ?? [];
-  if (field.multi) {
-    const chosen = Array.isArray(value) ? value.map(String) : [];
-    return (
-      <select id={id} multiple disabled={readOnly} onChange={(e) => onChange([...(e.target as HTMLSelectElement).selectedOptions].map((o) => o.value))}>
-        {options.map((o) => <option key={o.value} value={o.value} selected={chosen.includes(o.value)}>{o.label}</option>)}
-      </select>
-    );
-  }
   const v = value === null || value === undefined ? "" : String(value);
   return (
     <select id={id} value={v} required={field.required} disabled={readOnly} onChange={(e) => onChange((e.target as HTMLSelectElement).value)}>
