@@ -164,6 +164,7 @@ const RESOURCE_PERMISSION = /^(view|create|edit|delete|import|export|manage)-(.+
 export function unknownResourcePermissions(site: Site, permissions: string[]): string[] {
   return permissions.filter((p) => {
     const m = RESOURCE_PERMISSION.exec(p);
-    return m !== null && !site.defs.has(m[2]) && m[2] !== ".files";
+    // view-git is a feature permission (git-status), whatever resources the site has.
+    return m !== null && !site.defs.has(m[2]) && m[2] !== ".files" && p !== "view-git";
   });
 }

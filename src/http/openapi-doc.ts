@@ -9,6 +9,7 @@ import type { FieldDef, ResourceDef } from "../core/definitions/types";
 import type { Site } from "../core/site";
 import { version } from "../build/version";
 import { mayUseAi } from "../core/ai/provider";
+import { gitPaths } from "./git";
 
 type Schema = Record<string, unknown>;
 type Operation = Record<string, unknown>;
@@ -354,7 +355,8 @@ function describeStatuses(paths: Record<string, PathItem>) {
   }
 }
 
-export function buildOpenApi(site: Site, p: Principal, serverUrl: string, opts: { tokens: boolean } = { tokens: true }): Record<string, unknown> {
+/** `git`: what the caller may do with the site's git (core/git's gitAccess, which reads the role). */
+export function buildOpenApi(site: Site, p: Principal, serverUrl: string, opts: { tokens: boolean; git?: { view: boolean; pull: boolean } } = { tokens: true }): Record<string, unknown> {
   const paths: Record<string, PathItem> = opts.tokens ? authPaths() : {};
   const schemas: Record<string, Schema> = {
     Envelope: { type: "object", properties: envelopeProps, required: ["code", "success", "status"] },
@@ -391,6 +393,7 @@ export function buildOpenApi(site: Site, p: Principal, serverUrl: string, opts: 
   if (Object.keys(paths).length > before) tags.push({ name: FILES_TAG, description: "media library" });
   if (p.kind === "user") {
     adminPaths(p, paths);
+    gitPaths(paths, opts.git);
     tags.push({ name: ADMIN_TAG, description: "internal endpoints of the admin pages" });
   }
   describeStatuses(paths);

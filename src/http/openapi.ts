@@ -14,6 +14,7 @@ import { methodNotAllowed, unauthorized } from "../core/errors";
 import type { Site } from "../core/site";
 import { handle } from "./context";
 import { buildOpenApi } from "./openapi-doc";
+import { gitAccess } from "../core/git/access";
 
 // The document follows the caller's permissions, so the page first asks for it; when the visitor is
 // not signed in (401) it shows a sign-in form (POST /api/v1/session, same origin) and then loads.
@@ -79,7 +80,7 @@ export const openApiRoutes = (site: Site) =>
         // A user without API access, signed in by session, cannot obtain a token: no token operations.
         const row = p.viaSession && p.uuid ? await site.store.get("users", p.uuid) : null;
         const tokens = !row || (JSON.parse(row.data) as { api?: unknown }).api === true;
-        return new Response(JSON.stringify(buildOpenApi(site, p, "/", { tokens })), {
+        return new Response(JSON.stringify(buildOpenApi(site, p, "/", { tokens, git: await gitAccess(site, p) })), {
           headers: { "content-type": "application/json; charset=utf-8", "cache-control": "private, no-store" },
         });
       }), { parse: "none" })
