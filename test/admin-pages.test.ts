@@ -207,7 +207,8 @@ describe("admin pages in chromium", () => {
     await admin.waitForSelector("[data-field=email]");
     expect(await admin.locator("[data-field=api] input[role=switch]").count()).toBe(1);
     // The role select offers the roles by name and stores the uuid.
-    expect(await admin.locator("[data-field=role] option").allTextContents()).toContain("note-viewer");
+    await admin.locator("[data-field=role] [role=combobox]").click();
+    await admin.locator("[data-field=role] [role=option]", { hasText: "note-viewer" }).waitFor();
     await admin.close();
   });
 

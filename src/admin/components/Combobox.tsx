@@ -8,6 +8,7 @@ import type { Ref } from "preact";
 import { useEffect, useRef } from "preact/hooks";
 import { useSignal } from "@preact/signals";
 import { Icon } from "./Icon";
+import { t } from "../i18n";
 
 export type ComboOption = { key: string; label: string; create?: boolean };
 
@@ -119,7 +120,7 @@ export function Chips({ items, label, onRemove }: { items: { key: string; label:
         <li key={it.key}>
           <span class="chip-label">{it.label}</span>
           {onRemove && (
-            <button type="button" class="chip-remove" aria-label={`Remove ${it.label}`} onClick={() => onRemove(it.key)}>
+            <button type="button" class="chip-remove" aria-label={t("Remove {name}", { name: it.label })} onClick={() => onRemove(it.key)}>
               <Icon name="close" size={14} />
             </button>
           )}

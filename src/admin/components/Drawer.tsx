@@ -6,6 +6,7 @@
 import { createPortal, type ComponentChildren } from "preact";
 import { useEffect, useId, useRef } from "preact/hooks";
 import { Icon } from "./Icon";
+import { t } from "../i18n";
 
 export function Drawer({ title, onClose, children }: { title: string; onClose: () => void; children: ComponentChildren }) {
   const ref = useRef<HTMLDialogElement>(null);
@@ -19,7 +20,7 @@ export function Drawer({ title, onClose, children }: { title: string; onClose: (
     <dialog ref={ref} class="drawer" aria-labelledby={heading} onClose={onClose}>
       <header>
         <h2 id={heading}>{title}</h2>
-        <button type="button" class="link" aria-label="Close" onClick={() => ref.current?.close()}><Icon name="close" /></button>
+        <button type="button" class="link" aria-label={t("Close")} onClick={() => ref.current?.close()}><Icon name="close" /></button>
       </header>
       {children}
     </dialog>,

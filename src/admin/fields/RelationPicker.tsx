@@ -14,6 +14,7 @@ import { resources, type FieldView, type ResourceView } from "../state";
 import { Chips, Combobox, type ComboOption } from "../components/Combobox";
 import { Drawer, closeDrawerOf } from "../components/Drawer";
 import { Icon } from "../components/Icon";
+import { t, tn } from "../i18n";
 
 type Rec = Record<string, unknown> & { uuid: string };
 type Values = Record<string, unknown>;
@@ -57,6 +58,8 @@ export function RelationPicker(p: FieldProps & { Editor?: EditorComponent }) {
   const other = resources.value[res];
   const singular = other.label.singular.toLowerCase();
   const plural = other.label.plural.toLowerCase();
+  /** The other resource's names for the messages, lowercased where English writes them so. */
+  const names = { singular, plural, Singular: other.label.singular, Plural: other.label.plural };
   const chosen = field.multi ? (Array.isArray(value) ? value.map(String).filter(Boolean) : []) : value === null || value === undefined || value === "" ? [] : [String(value)];
 
   const text = useSignal("");
@@ -99,7 +102,7 @@ export function RelationPicker(p: FieldProps & { Editor?: EditorComponent }) {
     if (!open.value) return;
     const mine = ++seq.current;
     pending.value = true;
-    const t = setTimeout(async () => {
+    const timer = setTimeout(async () => {
       try {
         const r = await api<Envelope & Record<string, Record<string, Rec>>>("GET", `/${res}${query({ search: term, limit: PAGE })}`);
         if (mine !== seq.current) return;
@@ -109,11 +112,11 @@ export function RelationPicker(p: FieldProps & { Editor?: EditorComponent }) {
       } catch (e) {
         if (mine !== seq.current) return;
         found.value = [];
-        problem.value = `Could not search the ${plural}: ${(e as Error).message}`;
+        problem.value = t("Could not search the {plural}: {why}", { plural, Plural: other.label.plural, why: (e as Error).message });
       }
       pending.value = false;
     }, term ? DEBOUNCE_MS : 0);
-    return () => clearTimeout(t);
+    return () => clearTimeout(timer);
   }, [open.value, term]);
 
   void labelTick.value; // re-render when titles arrive
@@ -128,13 +131,13 @@ export function RelationPicker(p: FieldProps & { Editor?: EditorComponent }) {
   const options: ComboOption[] = records.map((r) => ({ key: r.uuid, label: titleOf(other, r) }));
   const typed = text.value.trim();
   const mayCreate = other.can.create && Boolean(p.Editor);
-  if (mayCreate) options.push({ key: CREATE, label: typed ? `Create new ${singular} “${typed}”` : `Create new ${singular}…`, create: true });
+  if (mayCreate) options.push({ key: CREATE, label: typed ? t("Create new {singular} “{text}”", { ...names, text: typed }) : t("Create new {singular}…", names), create: true });
   const shown = records.length;
-  const status = pending.value && !shown ? "Searching…" : problem.value
-    || (!shown ? (term ? `No ${singular} matches “${term}”.` : `No ${plural} yet.`) : total.value > found.value.length ? `${shown} of ${total.value} ${plural}; type to narrow.` : `${shown} ${shown === 1 ? singular : plural}.`)
-    + (mayCreate ? ` Or create a new ${singular}.` : "");
-  const note = problem.value || (shown && total.value > found.value.length ? `Showing ${found.value.length} of ${total.value}: type to narrow`
-    : !shown && !pending.value ? (term ? `No ${singular} matches.` : `No ${plural} yet.`) : undefined);
+  const status = pending.value && !shown ? t("Searching…") : problem.value
+    || (!shown ? (term ? t("No {singular} matches “{text}”.", { ...names, text: term }) : t("No {plural} yet.", names)) : total.value > found.value.length ? t("{n} of {total} {plural}; type to narrow.", { ...names, n: shown, total: total.value }) : tn(shown, "{n} {singular}.", "{n} {plural}.", names))
+    + (mayCreate ? ` ${t("Or create a new {singular}.", names)}` : "");
+  const note = problem.value || (shown && total.value > found.value.length ? t("Showing {n} of {total}: type to narrow", { n: found.value.length, total: total.value })
+    : !shown && !pending.value ? (term ? t("No {singular} matches.", names) : t("No {plural} yet.", names)) : undefined);
 
   const pickRecord = (rec: Rec) => {
     const v = valueOf(field, rec);
@@ -172,9 +175,9 @@ export function RelationPicker(p: FieldProps & { Editor?: EditorComponent }) {
   };
 
   const combo = (
-    <Combobox id={id} label={`${name ?? field.label} options`} ariaLabel={name} text={field.multi || editing.value ? text.value : chosen.length ? labelOf(chosen[0]) : ""}
+    <Combobox id={id} label={t("{name} options", { name: name ?? field.label })} ariaLabel={name} text={field.multi || editing.value ? text.value : chosen.length ? labelOf(chosen[0]) : ""}
       options={options} open={open.value} inputRef={input} status={status} note={note} required={field.required} invalid={Boolean(error)}
-      placeholder={`Search ${plural}…`} selectOnFocus={!field.multi}
+      placeholder={t("Search {plural}…", names)} selectOnFocus={!field.multi}
       onText={(t) => { text.value = t; editing.value = true; }} onOpen={(o) => (open.value = o)} onPick={pick} onBlur={onBlur}
       onBackspaceEmpty={field.multi ? () => { if (chosen.length) onChange(chosen.slice(0, -1)); } : undefined} />
   );
@@ -184,7 +187,7 @@ export function RelationPicker(p: FieldProps & { Editor?: EditorComponent }) {
         onRemove={(v) => { onChange(chosen.filter((x) => x !== v)); input.current?.focus(); }} />}
       {combo}
       {!field.multi && !field.required && chosen.length > 0 && (
-        <button type="button" class="picker-clear" aria-label={`Clear ${name ?? field.label}`} onClick={clear}><Icon name="close" size={16} /></button>
+        <button type="button" class="picker-clear" aria-label={t("Clear {name}", { name: name ?? field.label })} onClick={clear}><Icon name="close" size={16} /></button>
       )}
       {drawer.value && p.Editor && (
         <CreateDrawer other={other} idBase={`${id}-new`} prefill={drawer.value.prefill} Editor={p.Editor}
@@ -237,7 +240,7 @@ function CreateDrawer({ other, idBase, prefill, Editor, onCreated, onClose }: {
     for (const [k, f] of Object.entries(other.fields)) if (f.required && isEmpty(f, v[k])) missing[k] = "required";
     errors.value = missing;
     if (Object.keys(missing).length) {
-      message.value = "Fill in the required fields.";
+      message.value = t("Fill in the required fields.");
       document.getElementById(`${idBase}-${Object.keys(missing)[0]}`)?.focus();
       return;
     }
@@ -266,8 +269,8 @@ function CreateDrawer({ other, idBase, prefill, Editor, onCreated, onClose }: {
   const v = values.value;
   const companions = new Set(Object.values(other.fields).map((f) => f.longitude_field).filter(Boolean));
   return (
-    <Drawer title={`New ${singular}`} onClose={onClose}>
-      {!v && !message.value && <p role="status">Loading…</p>}
+    <Drawer title={t("New {name}", { name: singular, Name: other.label.singular })} onClose={onClose}>
+      {!v && !message.value && <p role="status">{t("Loading…")}</p>}
       {v && (
         <form ref={form} class="fields" noValidate onSubmit={submit} onKeyDown={onKeyDown}>
           {Object.entries(other.fields).filter(([name]) => !companions.has(name)).map(([name, f]) => {
@@ -284,8 +287,8 @@ function CreateDrawer({ other, idBase, prefill, Editor, onCreated, onClose }: {
           })}
           {message.value && <p class="error" role="alert">{message.value}</p>}
           <div class="drawer-actions">
-            <button type="submit" class="primary" disabled={saving.value}>{saving.value ? "Creating…" : `Create ${singular}`}</button>
-            <button type="button" onClick={(e) => closeDrawerOf(e.currentTarget as Element)}>Cancel</button>
+            <button type="submit" class="primary" disabled={saving.value}>{saving.value ? t("Creating…") : t("Create {singular}", { singular, Singular: other.label.singular })}</button>
+            <button type="button" onClick={(e) => closeDrawerOf(e.currentTarget as Element)}>{t("Cancel")}</button>
           </div>
         </form>
       )}

@@ -7,6 +7,7 @@ import { useRef } from "preact/hooks";
 import { useSignal } from "@preact/signals";
 import type { FieldProps } from "./types";
 import { Chips, Combobox, type ComboOption } from "../components/Combobox";
+import { t, tn } from "../i18n";
 
 export function TagPicker(p: FieldProps) {
   const { id, field, value, onChange, readOnly, error } = p;
@@ -26,7 +27,7 @@ export function TagPicker(p: FieldProps) {
     .filter((o) => !chosen.includes(o.value) && (!q || o.label.toLowerCase().includes(q)))
     .map((o) => ({ key: o.value, label: o.label }));
   const left = options.length - chosen.length;
-  const status = remaining.length ? `${remaining.length} ${remaining.length === 1 ? "option" : "options"}.` : left ? `No option matches “${text.value.trim()}”.` : "Every option is chosen.";
+  const status = remaining.length ? tn(remaining.length, "{n} option.", "{n} options.") : left ? t("No option matches “{text}”.", { text: text.value.trim() }) : t("Every option is chosen.");
   const remove = (v: string) => {
     onChange(chosen.filter((x) => x !== v));
     input.current?.focus();
@@ -34,7 +35,7 @@ export function TagPicker(p: FieldProps) {
   return (
     <div class="picker multi" onClick={(e) => { if (e.target === e.currentTarget) input.current?.focus(); }}>
       <Chips items={chips} label={`${name ?? field.label}: chosen`} onRemove={remove} />
-      <Combobox id={id} label={`${name ?? field.label} options`} ariaLabel={name} text={text.value} options={remaining} open={open.value} inputRef={input}
+      <Combobox id={id} label={t("{name} options", { name: name ?? field.label })} ariaLabel={name} text={text.value} options={remaining} open={open.value} inputRef={input}
         onText={(t) => (text.value = t)} onOpen={(o) => (open.value = o)}
         onPick={(o) => { onChange([...chosen, o.key]); text.value = ""; open.value = false; }}
         onBackspaceEmpty={() => { if (chosen.length) onChange(chosen.slice(0, -1)); }}

@@ -136,6 +136,7 @@ function multi(Editor: FunctionComponent<FieldProps>): FunctionComponent<FieldPr
 export function FieldEditor(p: EditorProps) {
   const { field } = p;
   if (field.type === "group") return <GroupField {...p} Editor={FieldEditor} />;
+  if (field.type === "select" && !field.i18n) return <SelectField {...p} Editor={FieldEditor} />;
   const Editor = EDITORS[field.type] ?? JsonField;
   const Inner = field.multi && !LISTS.has(field.type) ? multi(Editor) : Editor;
   if (field.i18n && p.languages.length) return <I18nField {...p} Inner={Inner} />;
