@@ -164,7 +164,8 @@ const RESOURCE_PERMISSION = /^(view|create|edit|delete|import|export|manage)-(.+
 export function unknownResourcePermissions(site: Site, permissions: string[]): string[] {
   return permissions.filter((p) => {
     const m = RESOURCE_PERMISSION.exec(p);
-    // view-git is a feature permission (git-status), whatever resources the site has.
-    return m !== null && !site.defs.has(m[2]) && m[2] !== ".files" && p !== "view-git";
+    // view-git is a feature permission (git-status), whatever resources the site has; so are
+    // view-.pages and manage-.pages (the route files, src/core/pages).
+    return m !== null && !site.defs.has(m[2]) && m[2] !== ".files" && m[2] !== ".pages" && p !== "view-git";
   });
 }

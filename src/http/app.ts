@@ -15,6 +15,7 @@ import { fileRoutes } from "./files";
 import { mediaRoutes } from "./media";
 import { adminApiRoutes } from "./admin-api";
 import { adminPageRoutes } from "./admin-pages";
+import { pageRoutes } from "./pages";
 import { gitRoutes } from "./git";
 
 export function createApp(site: Site) {
@@ -27,6 +28,7 @@ export function createApp(site: Site) {
     .use(fileRoutes(site))
     .use(mediaRoutes(site))
     .use(adminApiRoutes(site))
+    .use(pageRoutes(site))
     .use(gitRoutes(site))
     .use(adminPageRoutes(site))
     .use(recordRoutes(site))

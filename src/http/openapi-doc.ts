@@ -9,6 +9,7 @@ import type { FieldDef, ResourceDef } from "../core/definitions/types";
 import type { Site } from "../core/site";
 import { version } from "../build/version";
 import { mayUseAi } from "../core/ai/provider";
+import { pagesPaths } from "./pages-openapi";
 import { gitPaths } from "./git";
 
 type Schema = Record<string, unknown>;
@@ -393,6 +394,7 @@ export function buildOpenApi(site: Site, p: Principal, serverUrl: string, opts: 
   if (Object.keys(paths).length > before) tags.push({ name: FILES_TAG, description: "media library" });
   if (p.kind === "user") {
     adminPaths(p, paths);
+    pagesPaths(site, p, paths);
     gitPaths(paths, opts.git);
     tags.push({ name: ADMIN_TAG, description: "internal endpoints of the admin pages" });
   }

@@ -1,8 +1,8 @@
 /**
  * A role's permissions as a grid: per resource view, create, edit, delete, import, export, manage
  * and "delete all" (`api_delete_resource_<r>`); the media library's own; git's (`view-git`,
- * `pull-git`); `(all)`. Permissions the grid does not know are kept as they are. The server
- * refuses what the editor may not grant.
+ * `pull-git`); the pages' (`view-.pages`, `manage-.pages`); `(all)`. Permissions the grid does not
+ * know are kept as they are. The server refuses what the editor may not grant.
  */
 import { resources } from "../state";
 import { Icon } from "./Icon";
@@ -12,13 +12,15 @@ const ACTIONS = ["view", "create", "edit", "delete", "import", "export", "manage
 const FILE_PERMISSIONS = ["view-.files", "create-.files", "edit-.files", "delete-.files", "manage-.files"];
 /** The site's git state (`git-status`) and pulling into it (`git-pull`): docs/editing.md. */
 const GIT_PERMISSIONS = ["view-git", "pull-git"];
+/** The site's pages (`.pages`): view lists route files and endpoints, manage writes route files. */
+const PAGES_PERMISSIONS = ["view-.pages", "manage-.pages"];
 
 export function PermissionEditor({ id, value, onChange, readOnly }: { id: string; value: unknown; onChange: (v: string[]) => void; readOnly: boolean }) {
   const list = Array.isArray(value) ? value.map(String) : [];
   const has = (p: string) => list.includes(p);
   const flip = (p: string) => onChange(has(p) ? list.filter((x) => x !== p) : [...list, p]);
   const names = [...new Set([...Object.keys(resources.value), "users", "roles"])].sort();
-  const known = new Set(["(all)", ...FILE_PERMISSIONS, ...GIT_PERMISSIONS, ...names.flatMap((r) => [...ACTIONS.map((a) => `${a}-${r}`), `api_delete_resource_${r}`])]);
+  const known = new Set(["(all)", ...FILE_PERMISSIONS, ...GIT_PERMISSIONS, ...PAGES_PERMISSIONS, ...names.flatMap((r) => [...ACTIONS.map((a) => `${a}-${r}`), `api_delete_resource_${r}`])]);
   const others = list.filter((p) => !known.has(p));
   /** A grid cell's box is named for its column and row; a box beside its words, by its label. */
   const box = (p: string, label?: string) => <input type="checkbox" aria-label={label} data-permission={p} checked={has(p)} disabled={readOnly} onChange={() => flip(p)} />;
@@ -39,6 +41,7 @@ export function PermissionEditor({ id, value, onChange, readOnly }: { id: string
       </table>
       <fieldset><legend>{t("Media library")}</legend>{FILE_PERMISSIONS.map((p) => <label key={p}>{box(p)} {p.split("-")[0]}</label>)}</fieldset>
       <fieldset><legend>{t("Deploying with git")}</legend>{GIT_PERMISSIONS.map((p) => <label key={p}>{box(p)} {p.split("-")[0]}</label>)}</fieldset>
+      <fieldset><legend>{t("Pages")}</legend>{PAGES_PERMISSIONS.map((p) => <label key={p}>{box(p)} {p.split("-")[0]}</label>)}</fieldset>
       {others.length > 0 && <p>{t("Also held:")} {others.map((p) => <span key={p} class="chip">{p} {!readOnly && <button type="button" class="link" aria-label={t("Remove {name}", { name: p })} onClick={() => flip(p)}><Icon name="close" /></button>}</span>)}</p>}
     </div>
   );

@@ -17,14 +17,19 @@ export type AllowOp = keyof typeof ALLOW_OPS;
 const RESCAN_MS = 3000;
 const TAG = /\[#\s*api-allow\s+([A-Za-z]+)\s+([.A-Za-z0-9_-]+)\s*#\]/g;
 
+/** The allow tags of a template as written: operation (lower case), resource and the tag itself. Pure. */
+export function allowTagsOf(text: string): { operation: string; resource: string; tag: string }[] {
+  return [...text.matchAll(TAG)].map((m) => ({ operation: m[1].toLowerCase(), resource: m[2], tag: m[0] }));
+}
+
 /** The canonical permissions granted by one template's allow tags. Pure, for tests. */
 export function permissionsFromTemplate(folder: string, text: string): { granted: string[]; ignored: string[] } {
   const granted: string[] = [];
   const ignored: string[] = [];
-  for (const m of text.matchAll(TAG)) {
-    const op = m[1].toLowerCase() as AllowOp;
-    if (!(op in ALLOW_OPS) || m[2] !== folder) ignored.push(m[0]);
-    else granted.push(`${ALLOW_OPS[op]}-${m[2]}`);
+  for (const { operation, resource, tag } of allowTagsOf(text)) {
+    const op = operation as AllowOp;
+    if (!(op in ALLOW_OPS) || resource !== folder) ignored.push(tag);
+    else granted.push(`${ALLOW_OPS[op]}-${resource}`);
   }
   return { granted, ignored };
 }
@@ -47,6 +52,12 @@ export function scanAllows(dir: string): { permissions: Set<string>; warnings: s
 
 type Cached = { at: number; principal: Principal; warned: string };
 const caches = new WeakMap<Site, Cached>();
+
+/** A route file was written through the API (src/core/pages): the next request reads the allows anew. */
+export function forgetAllows(site: Site): void {
+  const hit = caches.get(site);
+  if (hit) hit.at = -Infinity;
+}
 
 export function anonymousPrincipal(site: Site): Principal {
   const now = Date.now();

@@ -61,17 +61,39 @@ export const sitemapDefs = (site: Site) =>
   [...site.defs.values()].filter((d) => d.raw.sitemap !== undefined && !d.internal).sort((a, b) => a.name.localeCompare(b.name));
 
 /** (language, template) pairs of one definition: one URL per pair for each record (and item). */
-function variants(def: ResourceDef): [string | null, string][] {
+export function variants(def: ResourceDef): [string | null, string][] {
   const url = def.raw.sitemap!.url;
   if (typeof url !== "string") return Object.entries(url);
   return /\[#\s*language\s*#\]/.test(url) ? (def.raw.languages ?? []).map((l) => [l, url]) : [[null, url]];
+}
+
+/**
+ * The URLs one record gives (`record`: its visible fields with uuid, _created, _modified): one per
+ * `each` item and language whose tags all have values, as the template renders them (not yet
+ * joined to a base). Also the record pages of the editing tools (src/core/pages).
+ */
+export function recordUrls(def: ResourceDef, record: Record<string, unknown>, vs = variants(def)): { language: string | null; url: string }[] {
+  const sm = def.raw.sitemap!;
+  const fallback = def.raw.languages?.[0] ?? null;
+  let items: unknown[] = [undefined];
+  if (sm.each) {
+    const list = record[sm.each];
+    items = Array.isArray(list) ? list : [];
+  }
+  const out: { language: string | null; url: string }[] = [];
+  for (const item of items) {
+    for (const [language, template] of vs) {
+      const url = render(template, { record, language, item, languageFallback: fallback });
+      if (url !== null) out.push({ language, url });
+    }
+  }
+  return out;
 }
 
 async function urlsOf(site: Site, def: ResourceDef, base: string, out: SitemapUrl[]): Promise<void> {
   const sm = def.raw.sitemap!;
   const q = parseListParams({ filter: sm.published ? `${sm.published}:1` : undefined, sort: "_created|asc" });
   const vs = variants(def);
-  const fallback = def.raw.languages?.[0] ?? null;
   let n = 0;
   for await (const row of site.store.stream(def.name, compileList(site.store.dialect, def, q))) {
     // A large sitemap takes most of a second to build: let other requests in between batches.
@@ -80,18 +102,8 @@ async function urlsOf(site: Site, def: ResourceDef, base: string, out: SitemapUr
     if (sm.published && data[sm.published] !== true) continue;
     const record: Record<string, unknown> = { ...data, uuid: row.uuid, _created: row._created, _modified: row._modified };
     for (const h of def.hidden) delete record[h];
-    let items: unknown[] = [undefined];
-    if (sm.each) {
-      const list = data[sm.each];
-      items = Array.isArray(list) ? list : [];
-    }
     const lastmod = w3cDate(row._modified);
-    for (const item of items) {
-      for (const [language, template] of vs) {
-        const url = render(template, { record, language, item, languageFallback: fallback });
-        if (url !== null) out.push({ loc: absolute(url, base), lastmod });
-      }
-    }
+    for (const { url } of recordUrls(def, record, vs)) out.push({ loc: absolute(url, base), lastmod });
   }
 }
 
