@@ -6,7 +6,7 @@
 import { join } from "node:path";
 import { chmodSync, mkdirSync, writeFileSync, existsSync } from "node:fs";
 import { loadConfig, ensureTokenSecret, type Config } from "./config";
-import { buildDefinition, loadDefinitions } from "./definitions/load";
+import { buildDefinition, loadDefinitions, sameDefinition } from "./definitions/load";
 import type { ResourceDef } from "./definitions/types";
 import { AppError, notFound } from "./errors";
 import { SqliteStore } from "./store/sqlite";
@@ -62,9 +62,13 @@ export async function openSite(config: Config, opts: { ensureSecret?: boolean; r
       throw notFound(`resource "${name}" does not exist`);
     },
     served,
-    async reload() {
+    async reload(opts = {}) {
       const fresh = loadDefinitions(cfg.dir);
-      const changes = await store.syncSchema(fresh.values());
+      // Tables are looked at only for what differs from the definitions in force (and what is
+      // refused), unless every resource is to be compared with the stored schema again (`all`).
+      const toSync = [...fresh.values()].filter((d) => opts.all || refused.has(d.name) || !sameDefinition(d, defs.get(d.name)));
+      const changes = toSync.length ? await store.syncSchema(toSync) : [];
+      // Every refused resource was synced again (or its file is gone): `changes` says whether it still is.
       refused.clear();
       keepServed(fresh, changes);
       defs.clear();

@@ -47,10 +47,11 @@ export type Site = {
   /** The same, or null where `resource` would throw. */
   served(name: string): ResourceDef | null;
   /**
-   * Re-reads DIR/resources and syncs tables and indexes. All or nothing: an invalid file throws and
-   * the definitions in force stay as they were.
+   * Re-reads DIR/resources and syncs tables and indexes: of the resources whose definition differs
+   * from the one in force (or that are refused), or of all with `all` (another instance changed
+   * a schema). All or nothing: an invalid file throws and the definitions in force stay as they were.
    */
-  reload(): Promise<SchemaChange[]>;
+  reload(opts?: { all?: boolean }): Promise<SchemaChange[]>;
   /** The last reload that failed (cleared by the next one that succeeds): shown to admins. */
   reloadFailure: { message: string; at: number } | null;
   /** Adds (or replaces) a definition at run time: writes DIR/resources/<name>.json, syncs tables. */

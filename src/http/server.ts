@@ -16,7 +16,7 @@ import { servedBy } from "./caller";
 import { declaresBody, guardBodies } from "./body-limits";
 import { withSecurityHeaders } from "./security-headers";
 import { normalizeTarget } from "./request-target";
-import { watchDefinitions } from "../core/definitions/watch";
+import { watchDefinitions, type DefinitionsWatch } from "../core/definitions/watch";
 import { removeLeftovers } from "../core/leftovers";
 import { claimPidFile } from "../core/pidfile";
 
@@ -108,14 +108,36 @@ function hotRoutes(site: Site, all: (r: Request) => Response | Promise<Response>
   };
 }
 
-function startUpkeep(site: Site) {
+function startUpkeep(site: Site, definitions: DefinitionsWatch) {
   const purge = () => site.store.purgeHistory(Date.now() - HISTORY_WINDOW_MS).catch((e) => logEvent("history purge failed", { error: String(e) }));
   const timer = setInterval(purge, 3600_000);
   timer.unref();
-  const unwatch = watchDefinitions(site, logEvent);
   const removed = removeLeftovers(site.config.dir);
   if (removed.length) logEvent("removed temporary files left by an earlier crash", { files: removed.length });
-  return { purge, stop: () => { clearInterval(timer); unwatch(); } };
+  return { purge, stop: () => { clearInterval(timer); definitions.stop(); } };
+}
+
+/**
+ * A request that arrives while a definition change is being applied (a few ms, see
+ * definitions/watch.ts), or that names a resource whose new file is there but not yet served,
+ * waits for it: a script's line after the one that wrote resources/x.json reaches x.
+ */
+function afterDefinitions<R extends Request>(definitions: DefinitionsWatch, resourceOf: (request: R) => string | null, answer: (request: R) => Response | Promise<Response>) {
+  return (request: R): Response | Promise<Response> => {
+    const settling = definitions.settling() ?? definitions.unseen(resourceOf(request));
+    return settling ? settling.then(() => answer(request)) : answer(request);
+  };
+}
+
+/** The `{resource}` of a request to /api/v1/{resource}…, as sent (a percent-encoded one is no resource name). */
+function resourceOf(request: Request): string | null {
+  const url = request.url;
+  const path = url.indexOf("/", url.indexOf("//") + 2);
+  if (path < 0 || !url.startsWith("/api/v1/", path)) return null;
+  const from = path + "/api/v1/".length;
+  let end = from;
+  while (end < url.length && url[end] !== "/" && url[end] !== "?" && url[end] !== "#") end++;
+  return end > from ? url.slice(from, end) : null;
 }
 
 /** Stops in order: listening, then in-flight requests and drains (bounded), then the database. */
@@ -175,15 +197,26 @@ export async function startServer(site: Site, opts: { quiet?: boolean; signals?:
   const bun = { server: () => server, idleTimeout: IDLE_TIMEOUT_S };
   servedBy(site, () => server);
   const all = withCors(site.config.corsOrigins, guardBodies(site.config, bun, logged((request) => app.fetch(request))));
-  const server = Bun.serve({
-    hostname: site.config.host,
-    port: site.config.port,
-    idleTimeout: IDLE_TIMEOUT_S,
-    maxRequestBodySize: bodyCap(site.config.maxUpload),
-    ...withSecurityHeaders(site.config, { routes: hotRoutes(site, all), fetch: all }),
-  });
+  const definitions = watchDefinitions(site, logEvent);
+  const readOne = hotRoutes(site, all)["/api/v1/:resource/:uuid"];
+  let server: Server<undefined>;
+  try {
+    server = Bun.serve({
+      hostname: site.config.host,
+      port: site.config.port,
+      idleTimeout: IDLE_TIMEOUT_S,
+      maxRequestBodySize: bodyCap(site.config.maxUpload),
+      ...withSecurityHeaders(site.config, {
+        routes: { "/api/v1/:resource/:uuid": afterDefinitions(definitions, (r) => r.params.resource, readOne) },
+        fetch: afterDefinitions(definitions, resourceOf, all),
+      }),
+    });
+  } catch (e) {
+    definitions.stop();
+    throw e;
+  }
   const releasePid = claimPidFile(site.config.dir);
-  const upkeep = startUpkeep(site);
+  const upkeep = startUpkeep(site, definitions);
   await upkeep.purge();
   const drains: Drain[] = [];
   drains.push(() => stopHooks(site));

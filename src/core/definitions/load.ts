@@ -96,6 +96,10 @@ export function buildDefinition(name: string, raw: DefinitionFile, file: string 
   };
 }
 
+/** Whether two loads of a resource's definition say the same (same file, same text as JSON). */
+export const sameDefinition = (a: ResourceDef, b: ResourceDef | undefined): boolean =>
+  b !== undefined && a.file === b.file && JSON.stringify(a.raw) === JSON.stringify(b.raw);
+
 /** Reads every definition of a site: the built-ins, extended or joined by DIR/resources/*.json. */
 export function loadDefinitions(dir: string): Map<string, ResourceDef> {
   const folder = join(dir, "resources");
