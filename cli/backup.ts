@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import { resolve } from "node:path";
 import { writeBackup, writeBackupFile } from "../src/core/backup/create";
 import { AppError } from "../src/core/errors";
-import { action, config } from "./common";
+import { action, checkOutFile, config } from "./common";
 
 type Opts = { dir?: string; out?: string; withSecrets?: boolean; json?: boolean };
 
@@ -37,6 +37,7 @@ export function registerBackup(program: Command) {
         console.error(`resd: backup of ${dir} written to stdout (${stats.files} files, ${stats.bytes} bytes)`);
         return;
       }
+      if (opts.out) checkOutFile(opts.out);
       const file = resolve(opts.out ?? `resd-backup-${stamp()}.tar.gz`);
       const stats = await writeBackupFile(dir, file, { secrets });
       if (opts.json) console.log(JSON.stringify({ file, ...stats }));

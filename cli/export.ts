@@ -3,7 +3,7 @@ import { SYSTEM } from "../src/core/access/permissions";
 import { exportRecords } from "../src/core/transfer/export";
 import { parseFormat, type Format } from "../src/core/transfer/format";
 import { badRequest } from "../src/core/errors";
-import { action, withSite } from "./common";
+import { action, checkOutFile, withSite } from "./common";
 
 type Opts = { dir?: string; json?: boolean; format?: string; out?: string };
 
@@ -27,6 +27,7 @@ export function registerExport(program: Command) {
     .option("--json", "with --out: print what was written as JSON")
     .action(action(async (resource: string, o: Opts) => {
       const format = formatOf(o);
+      if (o.out) checkOutFile(o.out);
       const written = await withSite(o, async (site) => {
         const file = exportRecords(site, SYSTEM, resource, format);
         // The file appears only once the export succeeded up to its first chunk.

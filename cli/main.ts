@@ -1,7 +1,7 @@
 #!/usr/bin/env bun
 /** resd's command line: one file per command, each a thin layer over src/core. */
 import { Command, CommanderError } from "commander";
-import { isClosedPipe } from "./common";
+import { globalOptions, isClosedPipe } from "./common";
 import { version, commit } from "../src/build/version";
 import { registerServe } from "./serve";
 import { registerMigrate } from "./migrate";
@@ -24,7 +24,15 @@ const program = new Command()
   .version(`resd ${version} (${commit})`, "-v, --version")
   // Usage errors (unknown command or option, missing argument) exit 2 like every other refusal
   // of the input; help and version exit 0. Set before the commands so they inherit it.
-  .exitOverride();
+  .exitOverride()
+  // `resd --dir X user list` (or `resd user --dir X list`) as well as `resd user list --dir X`:
+  // options before a subcommand belong to the command before it and are handed down; the
+  // subcommand's own, after it, win when both are given.
+  .enablePositionalOptions();
+const withGlobalOptions = (c: Command) => c
+  .option("--dir <dir>", "site directory, for any command (default: current directory, or RESD_DIR)")
+  .option("--json", "machine-readable output, for any command that prints a result");
+withGlobalOptions(program);
 
 registerServe(program);
 registerMigrate(program);
@@ -37,6 +45,8 @@ registerRestore(program);
 registerJobs(program);
 registerImport(program);
 registerExport(program);
+for (const group of program.commands) if (group.commands.length) withGlobalOptions(group);
+program.hook("preAction", (_program, command) => globalOptions(command));
 
 try {
   await program.parseAsync(process.argv);

@@ -5,6 +5,16 @@ import { renameSync, rmSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { filesOf } from "../src/core/files/context";
 import { action, config } from "./common";
+import { badRequest } from "../src/core/errors";
+
+/** A port that is taken, or not ours to take, is the input's fault: said with the port, exit 2. */
+function listenError(e: unknown, port: number, host: string): unknown {
+  const code = (e as NodeJS.ErrnoException | null)?.code;
+  if (code === "EADDRINUSE") return badRequest(`port ${port} on ${host} is in use (another resd, or another server); choose another with --port or RESD_PORT (0: any free port)`);
+  if (code === "EACCES") return badRequest(`port ${port} on ${host} needs privileges this user does not have; choose one above 1023 with --port or RESD_PORT`);
+  if (code === "EADDRNOTAVAIL") return badRequest(`${host} is not an address of this machine (--host or RESD_HOST)`);
+  return e;
+}
 
 export function registerServe(program: Command) {
   program
@@ -22,7 +32,10 @@ export function registerServe(program: Command) {
       const site = await openSite(cfg);
       // A bucket that cannot be reached is said at start, not at the first upload.
       await filesOf(site).blobs.check();
-      const running = await startServer(site);
+      const running = await startServer(site).catch(async (e: unknown) => {
+        await site.close();
+        throw listenError(e, cfg.port, cfg.host);
+      });
       if (opts.portFile) {
         const file = resolve(opts.portFile);
         // Written whole or not at all: a script polling for the file never reads half a number.
