@@ -9,12 +9,15 @@ import { Start } from "./pages/Start";
 import { Overview } from "./pages/Overview";
 import { RecordPage } from "./pages/RecordPage";
 import { FilesPage } from "./pages/FilesPage";
+import { PagesPage } from "./pages/PagesPage";
 import { t } from "./i18n";
 
 function Page() {
   const segs = location.value.path.replace(/^\/admin\/?/, "").split("/").filter(Boolean).map(decodeURIComponent);
   if (segs.length === 0) return <Start />;
   if (segs[0] === "files" && segs.length === 1 && !resources.value.files) return <FilesPage />;
+  // "-" is no resource name (they start with a letter or digit): the admin's own screens.
+  if (segs[0] === "-" && segs[1] === "pages" && segs.length <= 3) return <PagesPage sub={segs[2]} />;
   const def = resources.value[segs[0]];
   if (!def) return <main class="page"><h1>{t("Not found")}</h1><p>{t("There is no resource “{name}” you may see.", { name: segs[0] })}</p><p><a href="/admin">{t("Back to the start page")}</a></p></main>;
   if (segs.length === 1) return <Overview key={def.name} def={def} />;

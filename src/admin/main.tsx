@@ -3,6 +3,7 @@ import "./styles.css";
 import "./styles/media.css";
 import "./styles/pickers.css";
 import "./styles/narrow.css";
+import "./styles/editing.css";
 import { App } from "./app";
 
 render(<App />, document.getElementById("app")!);

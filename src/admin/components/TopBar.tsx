@@ -2,6 +2,7 @@
 import { api } from "../api";
 import { navigate } from "../router";
 import { may, me, resources, status } from "../state";
+import { mayViewPages, PAGES_PATH } from "./site-pages";
 import { t } from "../i18n";
 
 function closeMenus(e: Event) {
@@ -13,6 +14,7 @@ export function TopBar() {
   const bar = all.filter((r) => r.appbar && r.name !== "users" && r.name !== "roles");
   const admin = [resources.value.users, resources.value.roles].filter(Boolean);
   const files = may("view-.files") || may("manage-.files");
+  const pages = mayViewPages();
   const signOut = async () => {
     await api("DELETE", "/session").catch(() => undefined);
     status.value = "out";
@@ -29,12 +31,13 @@ export function TopBar() {
             {bar.length === 0 && <li class="muted">{t("No resources")}</li>}
           </ul>
         </details>
-        {(admin.length > 0 || files) && (
+        {(admin.length > 0 || files || pages) && (
           <details class="menu" data-menu="admin">
             <summary>{t("Administration")}</summary>
             <ul>
               {admin.map((r) => <li key={r!.name}><a href={`/admin/${r!.name}`} onClick={closeMenus}>{r!.label.plural}</a></li>)}
               {files && <li><a href="/admin/files" onClick={closeMenus}>{t("Media library")}</a></li>}
+              {pages && <li><a href={PAGES_PATH} onClick={closeMenus}>{t("Site pages")}</a></li>}
             </ul>
           </details>
         )}

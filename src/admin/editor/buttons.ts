@@ -20,12 +20,25 @@ export function buttonName(b: ButtonSpec): string {
 
 const chain = (e: Editor) => e.chain().focus();
 
+/** Each editor's link dialog, opened by its link buttons (the html field mounts it and registers here). */
+const linkDialogs = new WeakMap<Editor, () => void>();
+export const onAskLink = (e: Editor, open: () => void) => linkDialogs.set(e, open);
+
+/**
+ * Sets the link of the selection, or of the link around the cursor, to `href`; an empty one removes
+ * it. With nothing selected and no link at the cursor, `text` (else the address) is inserted as the
+ * link's text.
+ */
+export function applyLink(e: Editor, href: string, text?: string): void {
+  const h = href.trim();
+  if (h === "") chain(e).extendMarkRange("link").unsetLink().run();
+  else if (e.state.selection.empty && !e.isActive("link")) chain(e).insertContent({ type: "text", text: text || h, marks: [{ type: "link", attrs: { href: h } }] }).run();
+  else chain(e).extendMarkRange("link").setLink({ href: h }).run();
+}
+
+/** The link dialog: an address typed, or a page of the site chosen (components/LinkDialog.tsx). */
 function askLink(e: Editor) {
-  const current = e.getAttributes("link").href as string | undefined;
-  const href = window.prompt(t("Link address (empty removes the link)"), current ?? "https://");
-  if (href === null) return;
-  if (href.trim() === "") chain(e).extendMarkRange("link").unsetLink().run();
-  else chain(e).extendMarkRange("link").setLink({ href: href.trim() }).run();
+  linkDialogs.get(e)?.();
 }
 
 const BUILTIN: Record<string, Omit<ButtonSpec, "name">> = {

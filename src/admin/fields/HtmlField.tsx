@@ -7,9 +7,10 @@ import { useEffect, useRef } from "preact/hooks";
 import { useSignal } from "@preact/signals";
 import { Editor } from "@tiptap/core";
 import { extensionsFor } from "../editor/extensions";
-import { buttonName, buttonSpecs, type ButtonSpec } from "../editor/buttons";
+import { applyLink, buttonName, buttonSpecs, onAskLink, type ButtonSpec } from "../editor/buttons";
 import { mediaImageAttrs } from "../editor/media-sizes";
 import { MediaPicker } from "../components/MediaPicker";
+import { LinkDialog } from "../components/LinkDialog";
 import { Icon } from "../components/Icon";
 import type { FieldProps } from "./types";
 import { t } from "../i18n";
@@ -35,6 +36,8 @@ export function HtmlField({ id, name, field, value, onChange, readOnly, def, lab
   const editor = useRef<Editor | null>(null);
   const tick = useSignal(0);
   const picking = useSignal(false);
+  /** The link dialog is open, on the link at the cursor (its address) or a new one (""). */
+  const linking = useSignal<string | null>(null);
   const bubble = useSignal<{ left: number; top: number } | null>(null);
   const buttons = field.buttons ?? ["bold", "italic", "removeFormat"];
   const specs = buttonSpecs(buttons, def.buttons, name);
@@ -78,6 +81,7 @@ export function HtmlField({ id, name, field, value, onChange, readOnly, def, lab
       onBlur: () => setTimeout(() => { if (!editor.current?.isFocused) bubble.value = null; }, 150),
     });
     editor.current = ed;
+    onAskLink(ed, () => (linking.value = (ed.getAttributes("link").href as string | undefined) ?? ""));
     // The toolbar renders once the editor exists: render again now, not at the first transaction
     // (a keystroke), so that it is there to reach by keyboard and to start with a heading.
     tick.value += 1;
@@ -116,6 +120,10 @@ export function HtmlField({ id, name, field, value, onChange, readOnly, def, lab
       {picking.value && ed && (
         <MediaPicker accept="image/*" sizes={field.media_sizes} onClose={() => (picking.value = false)}
           onPick={(f, size) => { ed.chain().focus().setImage(mediaImageAttrs(f, size) as never).run(); picking.value = false; }} />
+      )}
+      {linking.value !== null && ed && (
+        <LinkDialog current={linking.value} onClose={() => (linking.value = null)}
+          onApply={(href, text) => { linking.value = null; applyLink(ed, href, text); }} />
       )}
     </div>
   );

@@ -1,8 +1,12 @@
-/** The start page: the resources the user may work in, and what an admin should know. */
+/**
+ * The start page, the dashboard: the resources the user may work in; for administrators the system
+ * messages; for those who may (view-git) the site folder's git state with its Pull button.
+ */
 import { useEffect } from "preact/hooks";
 import { useSignal } from "@preact/signals";
 import { api } from "../api";
-import { me, resources } from "../state";
+import { may, me, resources } from "../state";
+import { GitCard } from "../components/GitCard";
 import { t } from "../i18n";
 
 type Message = { level: string; topic: string; text: string; at: number };
@@ -21,6 +25,7 @@ export function Start() {
           {messages.value.map((m, i) => <p key={i} class={`message ${m.level}`}><strong>{m.topic}</strong>: {m.text}</p>)}
         </section>
       )}
+      {may("view-git") && <GitCard />}
       <ul class="cards">
         {list.map((r) => <li key={r.name}><a href={`/admin/${r.name}`}>{r.label.plural}</a></li>)}
       </ul>
