@@ -254,6 +254,13 @@ describe("admin forms in chromium", () => {
     for (const b of buttons) {
       await setDoc(b === "removeFormat" ? "<h2><strong>sample text</strong></h2>" : "<p>sample text</p>");
       await page.locator(`[data-html-field="body"] .toolbar-row [data-button="${b}"]`).click();
+      if (b === "anchor" || b === "weblink") {
+        // The link dialog: an address typed, Enter sets it.
+        const address = page.locator("dialog[open]").getByLabel("Link address (empty removes the link)");
+        await address.fill("https://example.com/a?b=1&c=2");
+        await address.press("Enter");
+        await until(page, `!document.querySelector("dialog[open]")`);
+      }
       const html = await current();
       produced[b] = html;
       const saved = page.waitForResponse((r) => r.request().method() === "PUT" && r.url().endsWith(`/api/v1/articles/${uuid}`));
