@@ -2,14 +2,13 @@
  * The admin forms in Debian's chromium against the real server: every field type through the page
  * and back over the API, 422 errors at their fields, slugs, i18n tabs and translation through a
  * fake provider, group rows, every html button's output surviving a save, custom buttons of each
- * kind, plain-text paste, media from the library and `.files-usage`. Writes docs/admin-form.png.
+ * kind, plain-text paste, media from the library and `.files-usage`.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chromium, type Browser, type Page } from "playwright-core";
 import sharp from "sharp";
 import type { Server } from "bun";
-import { join } from "node:path";
-import { adminSite, ROOT } from "./helpers/site";
+import { adminSite } from "./helpers/site";
 import { docx } from "./helpers/docx";
 import { signedInPage, until } from "./helpers/page-wait";
 
@@ -168,7 +167,6 @@ describe("admin forms in chromium", () => {
     await sections.getByRole("button", { name: "Move row 3 up" }).click();
     await sections.getByRole("button", { name: "Move row 2 up" }).click();
     await sections.getByRole("button", { name: "Move row 2 down" }).click();
-    await page.screenshot({ path: join(ROOT, "docs/admin-form.png"), fullPage: true });
     await page.getByRole("button", { name: "Save" }).click();
     await page.waitForURL(/\/admin\/articles\/[0-9a-f-]{36}$/);
     uuid = page.url().split("/").pop()!;

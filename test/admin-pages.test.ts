@@ -1,12 +1,11 @@
 /**
  * The admin pages in a real browser (Debian's chromium driven by playwright-core) against the real
  * server: sign-in, the Resources menu, overview columns, filters in the URL, sort and paging,
- * delete and restore, users without edit-users, CSV import. Also writes docs/admin-overview.png.
+ * delete and restore, users without edit-users, CSV import.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chromium, type Browser, type Page } from "playwright-core";
-import { join } from "node:path";
-import { adminSite, ROOT } from "./helpers/site";
+import { adminSite } from "./helpers/site";
 import { addUser } from "./helpers/access";
 
 const notes = {
@@ -101,7 +100,6 @@ describe("admin pages in chromium", () => {
     const row = page.locator("tbody tr", { hasText: "Note 28" }); // 28 % 3 === 1: open, red and blue
     expect(await row.locator("td[data-col=status]").textContent()).toBe("Open"); // label, not the stored value
     expect(await row.locator("td[data-col=tags] .chip").allTextContents()).toEqual(["Red", "Blue"]);
-    await page.screenshot({ path: join(ROOT, "docs/admin-overview.png") });
     await page.close();
   });
 
