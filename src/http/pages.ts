@@ -64,8 +64,10 @@ async function history(c: Ctx, id: string): Promise<Response> {
 async function restore(c: Ctx, id: string): Promise<Response> {
   if (c.request.method !== "POST") throw methodNotAllowed("POST");
   const body = (await c.json()) as { entry?: unknown };
-  const entry = body && typeof body === "object" && body.entry !== undefined ? Number(body.entry) : undefined;
-  if (entry !== undefined && !Number.isInteger(entry)) throw new AppError(400, "INVALID_DATA", "entry must be a history entry id");
+  // An integer, or absent: null, true, "", "0x1" or [0] are no entry (Number() would make them 0 or 1).
+  const raw = body && typeof body === "object" && !Array.isArray(body) ? body.entry : undefined;
+  if (raw !== undefined && !(typeof raw === "number" && Number.isSafeInteger(raw))) throw new AppError(400, "INVALID_DATA", "entry must be a history entry id (an integer), or absent");
+  const entry = raw as number | undefined;
   const page = await restorePage(c.site, await c.principal(), id, entry);
   return json(200, { count: 1, message: "RESOURCE_UPDATED", pages: keyed([page]) }, c.t0, NO_STORE);
 }

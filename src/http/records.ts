@@ -110,8 +110,10 @@ async function history(c: Ctx, resource: string, uuid: string): Promise<Response
 async function restore(c: Ctx, resource: string, uuid: string): Promise<Response> {
   if (c.request.method !== "POST") throw methodNotAllowed("POST");
   const body = (await c.json()) as { entry?: unknown };
-  const entry = body && typeof body === "object" && body.entry !== undefined ? Number(body.entry) : undefined;
-  if (entry !== undefined && !Number.isInteger(entry)) throw new AppError(400, "INVALID_DATA", "entry must be a history entry id");
+  // An integer, or absent: null, true, "", "0x1" or [0] are no entry (Number() would make them 0 or 1).
+  const raw = body && typeof body === "object" && !Array.isArray(body) ? body.entry : undefined;
+  if (raw !== undefined && !(typeof raw === "number" && Number.isSafeInteger(raw))) throw new AppError(400, "INVALID_DATA", "entry must be a history entry id (an integer), or absent");
+  const entry = raw as number | undefined;
   const { def, row } = await restoreRecord(c.site, await c.principal(), resource, uuid, entry);
   return records(def, [row], { status: 200, message: "RESOURCE_UPDATED" }, c.t0);
 }

@@ -3,7 +3,8 @@
  * DIR/ext/uri/api/v1/<resource>/index.tpl with tags `[#api-allow <op> <resource>#]` opens exactly
  * that operation on that resource: get → view (list and read), post → create, put → edit (PUT and
  * PATCH of one record or the collection), delete → delete one record (never "delete all").
- * A tag naming a resource other than its folder is ignored, so one file cannot open another route.
+ * A tag naming a resource other than its folder is ignored, so one file cannot open another route;
+ * a tag naming a dot resource (`.pages`, `.files`…: internal) is ignored too.
  * The files are re-read at most every few seconds, so edits apply without a restart.
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -28,7 +29,8 @@ export function permissionsFromTemplate(folder: string, text: string): { granted
   const ignored: string[] = [];
   for (const { operation, resource, tag } of allowTagsOf(text)) {
     const op = operation as AllowOp;
-    if (!(op in ALLOW_OPS) || resource !== folder) ignored.push(tag);
+    // A dot resource (.pages, .files, .files_meta…) is internal: no tag opens it, whatever a definition is called.
+    if (!(op in ALLOW_OPS) || resource !== folder || resource.startsWith(".")) ignored.push(tag);
     else granted.push(`${ALLOW_OPS[op]}-${resource}`);
   }
   return { granted, ignored };
@@ -45,7 +47,7 @@ export function scanAllows(dir: string): { permissions: Set<string>; warnings: s
     if (!existsSync(file)) continue;
     const { granted, ignored } = permissionsFromTemplate(entry.name, readFileSync(file, "utf8"));
     granted.forEach((g) => permissions.add(g));
-    for (const tag of ignored) warnings.push(`${file}: ignored ${tag} (operations: get, post, put, delete; the resource must be the folder's name)`);
+    for (const tag of ignored) warnings.push(`${file}: ignored ${tag} (operations: get, post, put, delete; the resource must be the folder's name, and not an internal dot resource)`);
   }
   return { permissions, warnings };
 }

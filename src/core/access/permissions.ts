@@ -85,8 +85,15 @@ export function authorize(p: Principal, resource: string, action: Action, uuid?:
   throw denied(grantingPatterns(resource, action, uuid, p.resources), `${action.replace("_", " ")} on ${resource} needs one of the listed permissions`);
 }
 
-/** A named permission such as `view-.files` or `manage-users`, with `(all)` as the wildcard. */
+/** A permission on a dot resource (`view-.pages`, `manage-.files`): internal, never from an allow tag. */
+export const isDotPermission = (name: string) => /^[a-z_]+-\./.test(name);
+
+/**
+ * A named permission such as `view-.files` or `manage-users`, with `(all)` as the wildcard.
+ * Anonymous visitors (whose permissions are the allow tags') never hold a dot resource's.
+ */
 export function hasPermission(p: Principal, ...names: string[]): boolean {
+  if (p.kind === "anonymous") names = names.filter((n) => !isDotPermission(n));
   return p.permissions.has("(all)") || names.some((n) => p.permissions.has(n));
 }
 

@@ -42,6 +42,7 @@ export function checkUrl(input: unknown): string {
   for (const seg of url.slice(1).split("/")) {
     if (seg === "") throw badRequest("url must not contain empty segments (//)");
     if (seg === "." || seg === "..") throw badRequest("url must not contain . or .. segments");
+    if (seg.toLowerCase() === ROUTE_FILE) throw badRequest(`url must not contain a segment named ${ROUTE_FILE}: that name is the route file's own (its folder would hold no page)`);
     if (bytes(seg) > MAX_SEGMENT_BYTES) throw badRequest(`url segment "${seg.slice(0, 20)}…" is longer than ${MAX_SEGMENT_BYTES} bytes`);
     if (!SEGMENT.test(seg)) throw badRequest(`url segment "${seg}" may hold only letters, digits and - . _ ~ ! $ & ' ( ) * + , ; = @`);
   }

@@ -8,14 +8,14 @@ import { join, relative } from "node:path";
 import { ALLOW_OPS, allowTagsOf } from "../access/anonymous";
 import { AppError } from "../errors";
 import type { Site } from "../site";
-import { realInside, ROUTE_FILE, routesRoot, urlOfFolder } from "./paths";
+import { MAX_URL_BYTES, realInside, ROUTE_FILE, routesRoot, urlOfFolder } from "./paths";
 
 export type Allow = { operation: string; resource: string };
 export type RouteFile = { url: string; file: string; allows: Allow[]; size: number; modified: number };
 
 export const MAX_TEXT_BYTES = 64 * 1024;
-/** Deeper folders are not walked (a URL of 512 bytes has at most 256 segments; real sites are shallow). */
-const MAX_DEPTH = 64;
+/** Deeper folders are not walked: as deep as the longest URL checkUrl takes (512 bytes: at most 256 segments). */
+const MAX_DEPTH = Math.ceil(MAX_URL_BYTES / 2);
 /** Anything that looks like an allow tag, well-formed or not. */
 const CANDIDATE = /\[#\s*api-allow\b[\s\S]*?#\]/g;
 
@@ -94,6 +94,7 @@ export function checkText(site: Site, url: string, text: unknown): string {
     if (parsed.length !== 1 || parsed[0].tag !== tag) throw bad(`${tag} is not an allow tag: write [#api-allow <operation> <resource>#]`);
     const { operation, resource } = parsed[0];
     if (!(operation in ALLOW_OPS)) throw bad(`${tag}: unknown operation "${operation}" (operations: ${Object.keys(ALLOW_OPS).join(", ")})`);
+    if (resource.startsWith(".") || site.defs.get(resource)?.internal) throw bad(`${tag}: "${resource}" is internal; allow tags open only the site's resources served at /api/v1/<resource>, never a dot resource`);
     if (!site.defs.has(resource)) throw bad(`${tag}: the site has no resource "${resource}"`);
     if (folder !== resource) throw bad(`${tag}: allow tags take effect only in the route file of /api/v1/${resource}; here it would do nothing`);
   }

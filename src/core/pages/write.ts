@@ -1,7 +1,8 @@
 /**
  * Writing route files through the API: create, replace, delete, history and restore. Each write is
  * checked first (URL, symbolic links, text and its allow tags: nothing is written on a refusal), then
- * made under one lock per site: the new text goes to a temporary file beside the route file, and a
+ * made under one lock per site: the folders are made and opened there, one by one and never through
+ * a symbolic link (folder.ts), the new text goes to a temporary file beside the route file, and a
  * store transaction writes the history entry and, as its last step, renames the file into place (or
  * removes it), so that file and history change together. The anonymous allows are read anew for the
  * next request.
@@ -12,15 +13,14 @@
  * since its last entry gets an entry for the state found (user null, at its modification time)
  * before the API's own, so no text the API replaces is lost.
  */
-import { mkdirSync, readdirSync, renameSync, rmdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
 import { forgetAllows } from "../access/anonymous";
 import type { Principal } from "../access/permissions";
 import { conflict, denied, notFound } from "../errors";
 import { HISTORY_WINDOW_MS, type Site } from "../site";
 import type { HistoryAction, HistoryEntry } from "../store/types";
 import { asObject } from "../validation/object";
-import { checkInside, checkUrl, isPageId, pageId, ROUTE_FILE, routeFile, routesRoot } from "./paths";
+import { RouteFolder } from "./folder";
+import { checkInside, checkUrl, isPageId, pageId, ROUTE_FILE } from "./paths";
 import { checkText, readRoute } from "./routes";
 import { MANAGE_PAGES, mayViewPageFiles, requireManagePages, routeView, VIEW_PAGES } from "./service";
 import { pagesIndex } from "./site-index";
@@ -42,33 +42,6 @@ function locked<T>(site: Site, fn: () => Promise<T>): Promise<T> {
 const nowSec = () => Math.floor(Date.now() / 1000);
 const dataOf = (e: HistoryEntry) => JSON.parse(e.data) as { url: string; text: string };
 
-/** Removes empty folders from `folder` up to (not including) DIR/ext/uri. */
-function removeEmptyFolders(dir: string, folder: string): void {
-  const root = routesRoot(dir);
-  for (let f = folder; f.startsWith(root) && f !== root; f = dirname(f)) {
-    try {
-      if (readdirSync(f).length) return;
-      rmdirSync(f);
-    } catch {
-      return;
-    }
-  }
-}
-
-/** Every folder on the way to the route file must be a folder (a file there is a conflict). */
-function checkFolders(dir: string, url: string): void {
-  let f = dirname(routeFile(dir, url));
-  const root = routesRoot(dir);
-  for (; f.startsWith(root); f = dirname(f)) {
-    try {
-      if (!statSync(f).isDirectory()) throw conflict(`${f.slice(dir.length + 1)} is a file, so ${url} cannot have a route file`);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
-    }
-    if (f === root) break;
-  }
-}
-
 type Found = { text: string; modified: number } | null;
 
 /**
@@ -76,47 +49,56 @@ type Found = { text: string; modified: number } | null;
  * first when the history does not end with it.
  */
 async function commit(site: Site, p: Principal, url: string, action: HistoryAction, before: Found, after: string | null): Promise<void> {
-  const dir = site.config.dir;
   const id = pageId(url);
-  const file = routeFile(dir, url);
   const history = await site.store.history(PAGES_HISTORY, id);
   const last = history.at(-1);
   const lastText = last && last.action !== "delete" ? dataOf(last).text : null;
   const created = history[0]?._created ?? (before ? before.modified : nowSec());
+  // The folder is made and opened here, under the lock, never through a symbolic link (folder.ts).
+  const folder = RouteFolder.open(site.config.dir, url, after !== null);
+  if (!folder) throw notFound(`${url} has no route file`);
+  const tempName = () => `.${ROUTE_FILE}.${crypto.randomUUID()}.tmp`;
   let tmp: string | null = null;
-  if (after !== null) {
-    mkdirSync(dirname(file), { recursive: true });
-    tmp = join(dirname(file), `.${ROUTE_FILE}.${crypto.randomUUID()}.tmp`);
-    writeFileSync(tmp, after);
-  }
   let changed = false;
+  let prune = 0;
   try {
+    if (after !== null) {
+      folder.checkFileSlot();
+      tmp = tempName();
+      folder.writeNew(tmp, after);
+    }
     await site.store.transaction(async (tx) => {
       const entry = (a: HistoryAction, at: number, user: string | null, text: string) =>
         tx.addHistory({ resource: PAGES_HISTORY, uuid: id, action: a, at, user, data: JSON.stringify({ url, text }), _created: created });
       if (before !== null && before.text !== lastText) await entry(last && last.action !== "delete" ? "update" : "create", before.modified * 1000, null, before.text);
       await entry(action, Date.now(), p.uuid, after ?? before!.text);
       // Last, so that a failure rolls the history back with it.
-      if (tmp !== null) renameSync(tmp, file);
-      else rmSync(file);
+      if (tmp !== null) folder.rename(tmp, ROUTE_FILE);
+      else folder.unlink(ROUTE_FILE);
       changed = true;
     });
+    if (after === null) prune = Infinity;
   } catch (e) {
-    if (tmp !== null) rmSync(tmp, { force: true });
+    if (tmp !== null) folder.removeQuietly(tmp);
     if (changed) {
       // The commit failed after the file changed: put the file back as it was.
       if (before !== null) {
-        mkdirSync(dirname(file), { recursive: true });
-        writeFileSync(file, before.text);
-      } else rmSync(file, { force: true });
+        const back = tempName();
+        try {
+          folder.writeNew(back, before.text);
+          folder.rename(back, ROUTE_FILE);
+        } catch {
+          folder.removeQuietly(back);
+        }
+      } else folder.removeQuietly(ROUTE_FILE);
     }
-    removeEmptyFolders(dir, dirname(file));
+    prune = before === null ? folder.made : 0;
     throw e;
   } finally {
+    folder.close(prune);
     forgetAllows(site);
     pagesIndex(site).routesChanged();
   }
-  if (after === null) removeEmptyFolders(dir, dirname(file));
 }
 
 function current(site: Site, url: string): Found {
@@ -139,7 +121,6 @@ export async function createPage(site: Site, p: Principal, body: unknown): Promi
   const text = checkText(site, url, values.text);
   return locked(site, async () => {
     if (current(site, url)) throw conflict(`${url} has a route file already; replace it with PUT /api/v1/.pages/${pageId(url)}`);
-    checkFolders(site.config.dir, url);
     await commit(site, p, url, "create", null, text);
     return answer(site, url);
   });
@@ -211,7 +192,6 @@ export async function restorePage(site: Site, p: Principal, id: string, entryId?
   return locked(site, async () => {
     const before = current(site, url);
     if (before && entryId === undefined) throw conflict(`${url} has a route file again; name a history entry to roll back to`);
-    if (!before) checkFolders(site.config.dir, url);
     await commit(site, p, url, "restore", before, text);
     return answer(site, url);
   });
