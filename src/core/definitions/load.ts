@@ -13,12 +13,27 @@ export class DefinitionError extends Error {
 }
 
 export const RESOURCE_NAME = /^\.?[A-Za-z0-9][A-Za-z0-9_-]*$/;
+/**
+ * Names of fixed endpoints under /api/v1 (src/http): a resource of that name would be shadowed by
+ * the endpoint (or shadow it), so no definition may take one.
+ */
+export const RESERVED_RESOURCE_NAMES: ReadonlySet<string> = new Set([
+  ".deleted", ".files", ".files-unused", ".files-usage", ".pages", ".resources", ".system-messages",
+  "agent-chat", "agent-remote", "auth", "empty-resource", "git-pull", "git-status", "openai", "openapi", "session",
+]);
 const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 /** Hidden (dot) resources whose history is kept by default (spec: "history" root key). */
 const HISTORY_DOT_RESOURCES = new Set([".content", ".config", ".navigation"]);
 
 const list = (v: string | string[] | undefined): string[] =>
   (Array.isArray(v) ? v : (v ?? "").split(",")).map((s) => s.trim()).filter(Boolean);
+
+/** `list` of a value from a definition file, which must be a string or a list of strings. */
+function names(file: string, field: string | null, key: string, v: unknown): string[] {
+  if (v === undefined) return [];
+  if (typeof v === "string" || (Array.isArray(v) && v.every((s) => typeof s === "string"))) return list(v);
+  throw new DefinitionError(file, field, `\`${key}\` must be a field name, a comma-separated string of them or a list of them`);
+}
 
 function checkField(file: string, name: string, f: FieldDef, all: Record<string, FieldDef>, parent = ""): void {
   const fail = (reason: string) => { throw new DefinitionError(file, parent + name, reason); };
@@ -30,7 +45,7 @@ function checkField(file: string, name: string, f: FieldDef, all: Record<string,
   if (f.type === "select" && !f.options && !f.resource) fail("a select needs `options` or `resource`");
   if (f.options !== undefined && (typeof f.options !== "object" || Array.isArray(f.options))) fail("`options` must be an object of stored value to label");
   if (f.type === "slug" && !f.source) fail("a slug needs `source`");
-  if (f.type === "slug") for (const s of list(f.source)) if (!all[s]) fail(`slug source "${s}" is not a field`);
+  if (f.type === "slug") for (const s of names(file, parent + name, "source", f.source)) if (!all[s]) fail(`slug source "${s}" is not a field`);
   if (f.type === "location-picker") {
     if (!f.longitude_field) fail("a location-picker needs `longitude_field`");
     else if (!all[f.longitude_field]) fail(`longitude_field "${f.longitude_field}" is not a field`);
@@ -44,20 +59,25 @@ function checkField(file: string, name: string, f: FieldDef, all: Record<string,
 export function buildDefinition(name: string, raw: DefinitionFile, file: string | null): ResourceDef {
   const where = file ?? `(built-in ${name})`;
   if (!RESOURCE_NAME.test(name)) throw new DefinitionError(where, null, "resource names use letters, digits, _ and -, optionally after one leading dot");
+  if (RESERVED_RESOURCE_NAMES.has(name)) throw new DefinitionError(where, null, `"${name}" is the name of a fixed endpoint (/api/v1/${name}) and cannot be a resource`);
   if (!raw || typeof raw !== "object" || Array.isArray(raw)) throw new DefinitionError(where, null, "a definition is a JSON object");
   if (!raw.fields || typeof raw.fields !== "object" || Array.isArray(raw.fields)) throw new DefinitionError(where, null, "`fields` must be an object");
   for (const [n, f] of Object.entries(raw.fields)) checkField(where, n, f, raw.fields);
   const known = (key: string, names: string[]) => {
     for (const n of names) if (!Object.hasOwn(raw.fields, n)) throw new DefinitionError(where, n, `named in \`${key}\` but not a field`);
   };
-  const hidden = list(raw.hidden);
-  const encrypted = list(raw.encrypt);
+  const hidden = names(where, null, "hidden", raw.hidden);
+  const encrypted = names(where, null, "encrypt", raw.encrypt);
   known("hidden", hidden);
   known("encrypt", encrypted);
-  const indexes = (raw.index ?? []).map((entry) => list(entry));
+  if (raw.index !== undefined && !Array.isArray(raw.index)) throw new DefinitionError(where, null, "`index` must be a list of indexes (each a field name, \"a,b\" or a list of field names)");
+  const indexes = (raw.index ?? []).map((entry: unknown) => names(where, null, "index", entry));
   indexes.forEach((cols) => known("index", cols));
-  const unique = list(raw.unique);
+  const unique = names(where, null, "unique", raw.unique);
   known("unique", unique);
+  if (raw.sort !== undefined && (!raw.sort || typeof raw.sort !== "object" || Array.isArray(raw.sort) || typeof raw.sort.field !== "string")) {
+    throw new DefinitionError(where, null, "`sort` must be an object with the `field` to sort by");
+  }
   if (raw.sort?.field && !raw.fields[raw.sort.field] && !["_created", "_modified", "uuid"].includes(raw.sort.field)) {
     throw new DefinitionError(where, raw.sort.field, "named in `sort` but not a field");
   }
@@ -72,6 +92,9 @@ export function buildDefinition(name: string, raw: DefinitionFile, file: string 
   }
   for (const [n, spec] of Object.entries(raw.validate ?? {})) {
     if (!Object.hasOwn(raw.fields, n)) throw new DefinitionError(where, n, "named in `validate` but not a field");
+    if (typeof spec !== "string" && !(Array.isArray(spec) && spec.every((r) => typeof r === "string"))) {
+      throw new DefinitionError(where, n, "a `validate` entry must be a rule name, a comma-separated string of them or a list of them");
+    }
     for (const rule of ruleNames(spec)) if (!Object.hasOwn(RULES, rule)) throw new DefinitionError(where, n, `unknown validation rule "${rule}" (known: ${Object.keys(RULES).join(", ")})`);
   }
   const passwords = Object.entries(raw.fields).filter(([, f]) => f.type === "password").map(([n]) => n);

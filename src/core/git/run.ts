@@ -20,6 +20,8 @@ export type GitOptions = {
   timeoutMs?: number;
   /** Read-only commands pass true: `git status` then never takes the index lock a pull may hold. */
   readOnly?: boolean;
+  /** More environment (GIT_INDEX_FILE for a temporary index). */
+  env?: Record<string, string>;
 };
 
 export async function git(cwd: string, args: string[], opts: GitOptions = {}): Promise<GitResult> {
@@ -29,6 +31,7 @@ export async function git(cwd: string, args: string[], opts: GitOptions = {}): P
     // git's words are shown to the caller and recognised here: the same language everywhere.
     LC_ALL: "C",
     LANGUAGE: "C",
+    ...opts.env,
   };
   if (opts.readOnly) env.GIT_OPTIONAL_LOCKS = "0";
   let proc;
@@ -71,10 +74,12 @@ export function words(r: GitResult, timeoutMs = LOCAL_TIMEOUT_MS): string {
  * Hides credentials in any text git prints or a remote URL: `scheme://user:password@host` becomes
  * `scheme://user:***@host`, and a lone user part of an http(s) URL (most often an access token,
  * `https://<TOKEN>@host`) becomes `***`. `git@host:repo` and `ssh://git@host` carry no secret and
- * stay as they are. A password holding "@" is hidden up to the last "@" before the host.
+ * stay as they are. The user part is everything up to the last "@" before the host that is no
+ * white space, "/", "?" or "#": every character RFC 3986 allows there (unreserved, %XX, the
+ * sub-delims ! $ & ' ( ) * + , ; = and ":") and the ones people put there anyway ("@", quotes).
  */
 export function maskCredentials(text: string): string {
-  return text.replace(/\b([a-z][a-z0-9+.-]*:\/\/)([^\s/'"]+)@/gi, (_m, scheme: string, userinfo: string) => {
+  return text.replace(/\b([a-z][a-z0-9+.-]*:\/\/)([^\s/?#]+)@/gi, (_m, scheme: string, userinfo: string) => {
     const colon = userinfo.indexOf(":");
     if (colon >= 0) return `${scheme}${userinfo.slice(0, colon)}:***@`;
     return /^https?:\/\//i.test(scheme) ? `${scheme}***@` : `${scheme}${userinfo}@`;
