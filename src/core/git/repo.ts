@@ -47,25 +47,40 @@ export async function upstreamOf(c: Checkout, branch: string | null): Promise<{ 
   if (r.code !== 0 || !branch) return { reason: words(r) || "HEAD does not point to a branch" };
   const remote = (await git(c.dir, ["config", "--get", `branch.${branch}.remote`], { readOnly: true })).stdout.trim() || ".";
   const url = remote === "." ? null : await git(c.dir, ["remote", "get-url", remote], { readOnly: true });
-  return { upstream: { name: r.stdout.trim(), remote, url: url && url.code === 0 ? maskCredentials(url.stdout.trim()) : null } };
+  const shownUrl = url && url.code === 0 ? maskCredentials(url.stdout.trim()) : null;
+  return { upstream: { name: maskCredentials(r.stdout.trim()), remote: maskCredentials(remote), url: shownUrl } };
 }
 
-const FORMAT = "%H%x00%s%x00%an%x00%ct";
-const parseCommit = (line: string): Commit => {
-  const [commit, subject, author, time] = line.split("\0");
-  return { commit, subject, author, time: Number(time) };
-};
+/**
+ * `git log -z` with this format: four NUL-terminated fields a commit (a commit's subject and author
+ * cannot hold NUL: git refuses it), so no text in a commit can make up another one.
+ */
+const FORMAT = "%H%x00%ct%x00%an%x00%s";
+const FIELDS = 4;
+/** Subjects are shown up to this many characters (a commit message may be megabytes long). */
+const MAX_SUBJECT = 1000;
+
+function parseCommits(out: string): Commit[] {
+  const parts = out.split("\0");
+  const commits: Commit[] = [];
+  for (let i = 0; i + FIELDS <= parts.length; i += FIELDS) {
+    const [commit, time, author, subject] = parts.slice(i, i + FIELDS);
+    if (!/^[0-9a-f]{40,64}$/.test(commit) || !/^\d+$/.test(time)) throw new Error(`git log gave a record it should not: ${JSON.stringify(commit.slice(0, 80))}`);
+    commits.push({ commit, subject: subject.length > MAX_SUBJECT ? `${subject.slice(0, MAX_SUBJECT)}…` : subject, author, time: Number(time) });
+  }
+  return commits;
+}
 
 /** The last commit; null on a branch with no commit yet. */
 export async function headCommit(c: Checkout, rev = "HEAD"): Promise<Commit | null> {
-  const r = await git(c.dir, ["log", "-1", `--format=${FORMAT}`, rev, "--"], { readOnly: true });
-  return r.code === 0 && r.stdout.trim() ? parseCommit(r.stdout.trim()) : null;
+  const r = await git(c.dir, ["log", "-z", "-1", `--format=${FORMAT}`, rev, "--"], { readOnly: true });
+  return r.code === 0 && r.stdout ? parseCommits(r.stdout)[0] ?? null : null;
 }
 
 /** The commits in `to` and not in `from`, oldest first (at most `max`). */
 export async function commitsBetween(c: Checkout, from: string, to: string, max = 500): Promise<Commit[]> {
-  const out = await gitOut(c.dir, ["log", "--reverse", `--max-count=${max}`, `--format=${FORMAT}%x1e`, `${from}..${to}`, "--"], { readOnly: true });
-  return out.split("\x1e").map((s) => s.trim()).filter(Boolean).map(parseCommit);
+  const out = await gitOut(c.dir, ["log", "-z", "--reverse", `--max-count=${max}`, `--format=${FORMAT}`, `${from}..${to}`, "--"], { readOnly: true });
+  return parseCommits(out);
 }
 
 /** Commits HEAD has that the upstream has not, and the other way round. */
