@@ -4,7 +4,7 @@
  * src/core/git; their shapes are resd's own (the spec lists the paths only).
  */
 import { Elysia } from "elysia";
-import { methodNotAllowed } from "../core/errors";
+import { badRequest, methodNotAllowed } from "../core/errors";
 import { gitPull } from "../core/git/pull";
 import { gitStatus } from "../core/git/status";
 import type { Site } from "../core/site";
@@ -17,7 +17,11 @@ export const gitRoutes = (site: Site) =>
   new Elysia({ name: "git" })
     .all("/api/v1/git-status", ({ request }) => handle(site, request, async (c) => {
       if (c.request.method !== "GET" && c.request.method !== "HEAD") throw methodNotAllowed("GET");
-      const fetch = !/^(0|false|no)$/i.test(c.url().searchParams.get("fetch") ?? "");
+      const asked = c.url().searchParams.getAll("fetch");
+      if (asked.length > 1 || (asked.length === 1 && asked[0] !== "0" && asked[0] !== "1")) {
+        throw badRequest(`fetch must be 0 (do not fetch) or 1 (fetch, the default), not ${JSON.stringify(asked.join(",")).slice(0, 60)}`);
+      }
+      const fetch = asked[0] !== "0";
       const git = await gitStatus(c.site, await c.principal(), { fetch });
       return json(200, { git }, c.t0, NO_STORE);
     }), { parse: "none" })
@@ -46,14 +50,14 @@ export function gitPaths(paths: Record<string, unknown>, may: { view: boolean; p
     paths["/api/v1/git-status"] = { get: {
       tags: ["resd:admin"], operationId: "resd:admin.git_status",
       summary: "The site folder's git state: branch, upstream, last commit, behind/ahead, local changes (fetches first, at most 20 s; needs view-git)",
-      parameters: [{ name: "fetch", in: "query", required: false, schema: { type: "string", enum: ["0", "1"] }, description: "0: do not fetch, show what is known" }],
+      parameters: [{ name: "fetch", in: "query", required: false, schema: { type: "string", enum: ["0", "1"] }, description: "0: do not fetch, show what is known; 1 (the default): fetch first. Anything else is a 400 naming `fetch`" }],
       responses: { "200": envelope("the git state; `available: false` with the reason when the folder is no git checkout or git is missing", { git: { type: "object", properties: {
         available: { type: "boolean" }, reason: str, root: str, prefix: str, branch: { ...str, nullable: true }, upstream: { ...str, nullable: true }, upstream_reason: str,
         remote: { type: "object", nullable: true, properties: { name: str, url: { ...str, nullable: true, description: "credentials masked" } } },
         head: { ...commit, nullable: true }, ahead: { ...int, nullable: true }, behind: { ...int, nullable: true },
         changed: { type: "array", items: { type: "object", properties: { path: str, state: str, from: str } } }, changed_count: int,
         fetched: { type: "boolean" }, fetch_reason: str, fetched_at: { ...int, nullable: true },
-      } } }), ...errors(401, 403) },
+      } } }), ...errors(400, 401, 403) },
     } };
   }
   if (may?.pull) {
