@@ -70,11 +70,14 @@ test("readers in the worker pool running all the while do not keep the WAL from 
   const s = new SqliteStore(path, { readWorkers: 2, checkpoints: { intervalMs: 20, quietFrames: 256 } });
   await s.syncSchema([def]);
   const row = (i: number) => ({ uuid: `r${i}`, data: JSON.stringify({ body: `${i} ${"z".repeat(2000)}` }), _created: 1, _modified: 1, _created_by: null, _modified_by: null });
-  const until = Date.now() + 2500;
+  // Writes until well past 8 MB, however slow the machine is (a loaded CI box wrote 6.4 MB in the
+  // 2.5 s this once ran for); the readers run for as long as the writing does.
+  const deadline = Date.now() + 60_000;
+  let writing = true;
   // Counts the cache cannot answer (a new pattern each time) keep the pool's connections reading.
   let reads = 0;
   const reader = async (w: number) => {
-    for (let k = 0; Date.now() < until; k++) {
+    for (let k = 0; writing; k++) {
       await s.count("items", { where: "WHERE data LIKE ?", args: [`%${w}${k}%`] } as never);
       reads++;
     }
@@ -82,19 +85,20 @@ test("readers in the worker pool running all the while do not keep the WAL from 
   const readers = [reader(1), reader(2)];
   let written = 0;
   let largest = 0;
-  for (let i = 0; Date.now() < until; i += 10) {
+  for (let i = 0; written <= 10 * 1024 * 1024 && Date.now() < deadline; i += 10) {
     await s.transaction(async (tx) => {
       for (let k = i; k < i + 10; k++) await tx.insert("items", row(k));
     });
     written += 10 * 2000;
     largest = Math.max(largest, statSync(`${path}-wal`).size);
   }
+  writing = false;
   await Promise.all(readers);
   expect(reads).toBeGreaterThan(20);
   expect(written).toBeGreaterThan(8 * 1024 * 1024);
   expect(largest).toBeLessThan(16 * 1024 * 1024);
   await s.close();
-});
+}, 90_000);
 
 /** A store with its first 1,000 rows, and another connection holding a read transaction on that state. */
 async function heldAfterFirstBatch(path: string, checkpoints: CheckpointerOptions) {
