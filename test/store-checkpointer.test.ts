@@ -49,9 +49,10 @@ test("under back-to-back commits the WAL is still reused from its start: the sto
   const row = (i: number) => ({ uuid: `b${i}`, data: JSON.stringify({ body: `${i} ${"y".repeat(2000)}` }), _created: 1, _modified: 1, _created_by: null, _modified_by: null });
   let written = 0;
   let largest = 0;
-  const until = Date.now() + 2500;
+  // Until well past 8 MB however slow the machine (a fixed 2.5 s wrote 4.5 MB on a loaded box).
+  const deadline = Date.now() + 60_000;
   // Commits follow each other without a gap, as under a steady stream of creates, while reads go on.
-  for (let i = 0; Date.now() < until; i += 10) {
+  for (let i = 0; written <= 10 * 1024 * 1024 && Date.now() < deadline; i += 10) {
     await s.transaction(async (tx) => {
       for (let k = i; k < i + 10; k++) await tx.insert("items", row(k));
     });
@@ -63,7 +64,7 @@ test("under back-to-back commits the WAL is still reused from its start: the sto
   expect(written).toBeGreaterThan(8 * 1024 * 1024);
   expect(largest).toBeLessThan(16 * 1024 * 1024);
   await s.close();
-});
+}, 90_000);
 
 test("readers in the worker pool running all the while do not keep the WAL from being reused", async () => {
   const path = join(dir, "read.db");
