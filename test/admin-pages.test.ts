@@ -83,7 +83,7 @@ describe("admin pages in chromium", () => {
     const items = await page.locator("[data-menu=resources] li a").allTextContents();
     expect(items).toEqual(["Notes", "Secrets"]); // counters: appbar false; users and roles in the admin menu
     await page.getByText("Administration").click();
-    expect(await page.locator("[data-menu=admin] li a").allTextContents()).toEqual(["Users", "Roles", "Media library"]);
+    expect(await page.locator("[data-menu=admin] li a").allTextContents()).toEqual(["Users", "Roles", "Media library", "Site pages"]);
     await page.close();
 
     const viewer = await signedIn("viewer@example.com", "viewer-password", "/admin");
