@@ -43,11 +43,11 @@ test("the CI seeding script runs as written, with the `resd` that Quick start gi
   expect(given.length).toBeGreaterThan(0);
   // From the clone's folder, as after Quick start; everything else is the script exactly as shown.
   const script = `${given.join("\n")}\n${m![1]}\nrm -rf "$RESD_DIR"\necho SEEDED-OK`;
-  const p = Bun.spawnSync(["bash", "-c", script], { cwd: ROOT, env: { ...process.env, RESD_DIR: "" }, timeout: 60_000 });
+  const p = Bun.spawnSync(["bash", "-c", script], { cwd: ROOT, env: { ...process.env, RESD_DIR: "" }, timeout: 110_000 });
   expect(p.stderr.toString()).toBe("");
   expect(p.exitCode).toBe(0);
   expect(p.stdout.toString()).toContain("SEEDED-OK");
-}, 60_000);
+}, 120_000);
 
 /** Runs `command` on a pseudo-terminal (script(1)), typing each answer once its prompt is shown. */
 async function onTerminal(command: string, cwd: string, env: Record<string, string | undefined>, answers: [prompt: string, typed: string][]) {
@@ -82,7 +82,7 @@ test("the tour, pasted as written into a second terminal while the server runs, 
     expect(add.screen).toContain("created user admin@example.com");
     // The rest in one go, line after line with no pause: the server is the test's (a free port).
     const tour = rest.replaceAll("localhost:8080", new URL(server.base).host);
-    const p = Bun.spawnSync(["bash", "-c", tour], { cwd: dir, env, timeout: 60_000 });
+    const p = Bun.spawnSync(["bash", "-c", tour], { cwd: dir, env, timeout: 110_000 });
     const out = p.stdout.toString();
     expect(p.exitCode, p.stderr.toString()).toBe(0);
     expect(out).not.toContain('"code":404');
@@ -92,7 +92,7 @@ test("the tour, pasted as written into a second terminal while the server runs, 
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-}, 60_000);
+}, 120_000);
 
 test("the typed-client lines run as written in a fresh clone after the README's install command", async () => {
   const m = /A typed\s+client in three lines[\s\S]*?```sh\n([\s\S]*?)```/.exec(readme);
