@@ -17,7 +17,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** The CLI exactly as given: no `--dir` added at the end (cli() adds one), run outside the site. */
 async function resd(args: string[], env: Record<string, string> = {}) {
-  const p = Bun.spawn(["bun", MAIN, ...args], {
+  const p = Bun.spawn([process.execPath, MAIN, ...args], {
     cwd: join(dir, ".."),
     env: { ...process.env, RESD_DIR: "", ...siteEnv(dir), ...env },
     stdin: "ignore", stdout: "pipe", stderr: "pipe",

@@ -78,7 +78,7 @@ describe("secrets off the command line, idempotent seeding", () => {
 describe("readiness for CI", () => {
   test("serve --port 0 --port-file: the chosen port is written once listening, and removed on shutdown", async () => {
     const file = `${dir}/port`;
-    const proc = Bun.spawn(["bun", MAIN, "serve", "--dir", dir, "--port", "0", "--host", "127.0.0.1", "--port-file", file], { stdout: "ignore", stderr: "ignore" });
+    const proc = Bun.spawn([process.execPath, MAIN, "serve", "--dir", dir, "--port", "0", "--host", "127.0.0.1", "--port-file", file], { stdout: "ignore", stderr: "ignore" });
     let port = "";
     for (let i = 0; i < 200 && !port; i++) {
       await Bun.sleep(50);

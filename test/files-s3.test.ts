@@ -132,7 +132,7 @@ describe("files in an S3-compatible bucket", () => {
 test("a bucket that cannot be reached: serve refuses to start, naming it; one lost later fails uploads cleanly", async () => {
   const dir = mkdtempSync(join(tmpdir(), "resd-s3-down-"));
   try {
-    const p = Bun.spawn(["bun", MAIN, "serve", "--dir", dir, "--port", "0", "--host", "127.0.0.1"], { env: { ...process.env, ...env, S3_ENDPOINT: "http://127.0.0.1:1" }, stdout: "pipe", stderr: "pipe" });
+    const p = Bun.spawn([process.execPath, MAIN, "serve", "--dir", dir, "--port", "0", "--host", "127.0.0.1"], { env: { ...process.env, ...env, S3_ENDPOINT: "http://127.0.0.1:1" }, stdout: "pipe", stderr: "pipe" });
     const [stderr, code] = await Promise.all([new Response(p.stderr).text(), p.exited]);
     expect(code).toBe(1);
     expect(stderr).toContain("the bucket of s3://media/site-a cannot be used (ConnectionRefused");

@@ -10,22 +10,9 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { cli, makeSite, serve, type Server } from "./helpers/site";
 import { call, tokenFor } from "./helpers/access";
+import { def, gitIn } from "./helpers/git";
 
 /** The test's own git: a fixed author, no user or system configuration (signing, hooks). */
-const GIT_ENV = {
-  ...process.env,
-  GIT_AUTHOR_NAME: "Ann Author", GIT_AUTHOR_EMAIL: "ann@example.com",
-  GIT_COMMITTER_NAME: "Ann Author", GIT_COMMITTER_EMAIL: "ann@example.com",
-  GIT_CONFIG_GLOBAL: "/dev/null", GIT_CONFIG_NOSYSTEM: "1",
-};
-
-function gitIn(cwd: string, ...args: string[]): string {
-  const r = Bun.spawnSync(["git", ...args], { cwd, env: GIT_ENV, stdout: "pipe", stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${r.stderr.toString()}`);
-  return r.stdout.toString().trim();
-}
-
-const def = (fields: Record<string, unknown>, extra: Record<string, unknown> = {}) => `${JSON.stringify({ fields, ...extra }, null, 2)}\n`;
 const NEWS = def({ title: { type: "text", required: true } });
 const EVENTS = def({ title: { type: "text", required: true } });
 

@@ -292,7 +292,7 @@ describe("8. resd restore writes the database and data/ for the owner only", () 
 describe("11. a weak token secret is refused", () => {
   const start = async (secret: string) => {
     const dir = makeSite();
-    const p = Bun.spawn(["bun", MAIN, "serve", "--dir", dir, "--port", "0", "--host", "127.0.0.1"], {
+    const p = Bun.spawn([process.execPath, MAIN, "serve", "--dir", dir, "--port", "0", "--host", "127.0.0.1"], {
       cwd: dir, env: { ...process.env, ...siteEnv(dir), RESD_TOKEN_SECRET: secret }, stdout: "pipe", stderr: "pipe",
     });
     const timer = setTimeout(() => p.kill("SIGTERM"), 8000);

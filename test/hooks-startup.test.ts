@@ -15,7 +15,7 @@ afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
 async function serveFails(files: Record<string, string>, defs: Record<string, unknown> = {}) {
   const dir = makeSite({ files, defs });
   dirs.push(dir);
-  const p = Bun.spawn(["bun", MAIN, "serve", "--dir", dir, "--port", "0", "--host", "127.0.0.1"], { cwd: dir, stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawn([process.execPath, MAIN, "serve", "--dir", dir, "--port", "0", "--host", "127.0.0.1"], { cwd: dir, stdout: "pipe", stderr: "pipe" });
   const timer = setTimeout(() => p.kill("SIGKILL"), 15_000);
   const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
   clearTimeout(timer);

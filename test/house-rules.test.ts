@@ -12,7 +12,7 @@ const CRUISER = join(ROOT, "node_modules/.bin/depcruise");
 const CONFIG = join(ROOT, ".dependency-cruiser.cjs");
 
 function cruise(cwd: string) {
-  const r = Bun.spawnSync(["bun", CRUISER, "src", "cli", "--config", CONFIG, "--output-type", "err"], { cwd, stdout: "pipe", stderr: "pipe" });
+  const r = Bun.spawnSync([process.execPath, CRUISER, "src", "cli", "--config", CONFIG, "--output-type", "err"], { cwd, stdout: "pipe", stderr: "pipe" });
   return { code: r.exitCode, out: r.stdout.toString() + r.stderr.toString() };
 }
 

@@ -44,14 +44,14 @@ console.log(JSON.stringify({ uuid, title, total, n, badStatus: bad.response.stat
 test("types generated from the admin's document compile with a program that then runs against the server", async () => {
   const doc = (await s.apiJson("GET", "/api/v1/openapi.json")).body!;
   writeFileSync(join(dir, "doc.json"), JSON.stringify(doc));
-  const gen = Bun.spawnSync(["bun", join(ROOT, "test/helpers/openapi-types.ts"), join(dir, "doc.json"), join(dir, "api.d.ts")], { cwd: ROOT });
+  const gen = Bun.spawnSync([process.execPath, join(ROOT, "test/helpers/openapi-types.ts"), join(dir, "doc.json"), join(dir, "api.d.ts")], { cwd: ROOT });
   expect(gen.stderr.toString()).toBe("");
   writeFileSync(join(dir, "client.ts"), PROGRAM);
   const tsc = Bun.spawnSync([join(ROOT, "node_modules/typescript5/bin/tsc"), "--noEmit", "--strict", "--target", "es2022", "--module", "esnext",
     "--moduleResolution", "bundler", "--skipLibCheck", "--types", "bun", join(dir, "client.ts")], { cwd: ROOT });
   expect(tsc.stdout.toString() + tsc.stderr.toString()).toBe("");
   expect(tsc.exitCode).toBe(0);
-  const run = Bun.spawnSync(["bun", join(dir, "client.ts")], { cwd: ROOT, env: { ...process.env, BASE: s.base, TOKEN: s.token } });
+  const run = Bun.spawnSync([process.execPath, join(dir, "client.ts")], { cwd: ROOT, env: { ...process.env, BASE: s.base, TOKEN: s.token } });
   expect(run.stderr.toString()).toBe("");
   const out = JSON.parse(run.stdout.toString());
   expect(out).toMatchObject({ title: "typed", total: 1, n: 3, badStatus: 422 });

@@ -19,7 +19,7 @@ function site(dotenv: string) {
 const bareEnv = () => Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(RESD|AI)_/.test(k))) as Record<string, string>;
 
 async function configIn(cwd: string, dir: string) {
-  const p = Bun.spawn(["bun", MAIN, "config", "--json", "--dir", dir], { cwd, env: bareEnv(), stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawn([process.execPath, MAIN, "config", "--json", "--dir", dir], { cwd, env: bareEnv(), stdout: "pipe", stderr: "pipe" });
   const out = JSON.parse(await new Response(p.stdout).text()) as Row[];
   expect(await p.exited).toBe(0);
   return Object.fromEntries(out.map((x) => [x.name, x]));

@@ -428,7 +428,7 @@ describe("another process", () => {
   // a request right after the previous look may come before it, the next look sees them.
   test("a delete and a rename by another process are seen within a second or so", async () => {
     const byUrl = Object.fromEntries(listOf((await as("admin", "GET", "/api/v1/.pages?resource=notes")).body).map((p) => [p.url, p.uuid]));
-    const p = Bun.spawnSync(["bun", join(import.meta.dir, "fixtures/pages-foreign-write.ts"), s.dir, "notes", byUrl["/notes/imported"], byUrl["/notes/draft"], "draft-2"], { env: { ...process.env, ...siteEnv(s.dir) }, stderr: "pipe" });
+    const p = Bun.spawnSync([process.execPath, join(import.meta.dir, "fixtures/pages-foreign-write.ts"), s.dir, "notes", byUrl["/notes/imported"], byUrl["/notes/draft"], "draft-2"], { env: { ...process.env, ...siteEnv(s.dir) }, stderr: "pipe" });
     expect(p.stderr.toString()).toBe("");
     expect(p.exitCode).toBe(0);
     const want = ["/notes/draft-2", "/notes/hello-world", "/notes/zebra"];

@@ -104,7 +104,7 @@ test("the typed-client lines run as written in a fresh clone after the README's 
   for (const f of ["package.json", "bun.lock", "bunfig.toml"]) copyFileSync(join(ROOT, f), join(clone, f));
   const s = await adminSite({ defs: { notes: { fields: { title: { type: "text", required: true } } } } });
   try {
-    const install = Bun.spawnSync(["bun", "install", "--frozen-lockfile"], { cwd: clone, timeout: 120_000 });
+    const install = Bun.spawnSync([process.execPath, "install", "--frozen-lockfile"], { cwd: clone, timeout: 120_000 });
     expect(install.exitCode, install.stderr.toString()).toBe(0);
     const script = lines.join("\n").replaceAll("localhost:8080", new URL(s.base).host);
     const p = Bun.spawnSync(["bash", "-ec", script], { cwd: clone, env: { ...process.env, TOKEN: s.token }, timeout: 120_000 });

@@ -183,7 +183,7 @@ describe("a large import over HTTP", () => {
 
 describe("an interrupted import", () => {
   const interrupted = async (dir: string, args: string[], stdin: "pipe" | "ignore", ready: () => boolean, signal: "SIGINT" | "SIGTERM") => {
-    const p = Bun.spawn(["bun", MAIN, "import", "books", ...args, "--dir", dir], { cwd: dir, env: { ...process.env, TMPDIR: dir }, stdin, stdout: "pipe", stderr: "pipe" });
+    const p = Bun.spawn([process.execPath, MAIN, "import", "books", ...args, "--dir", dir], { cwd: dir, env: { ...process.env, TMPDIR: dir }, stdin, stdout: "pipe", stderr: "pipe" });
     if (stdin === "pipe") {
       const sink = p.stdin as import("bun").FileSink;
       sink.write("title,year\nFrom stdin,1999\n");

@@ -12,7 +12,7 @@ let built: Promise<string> | null = null;
 function build(): Promise<string> {
   return (async () => {
     const out = join(mkdtempSync(join(tmpdir(), "resd-build-")), "resd");
-    const b = Bun.spawn(["bun", "build.ts", "--outfile", out], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+    const b = Bun.spawn([process.execPath, "build.ts", "--outfile", out], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
     const [, err, code] = await Promise.all([new Response(b.stdout).text(), new Response(b.stderr).text(), b.exited]);
     if (code !== 0) throw new Error(`build failed: ${err}`);
     return out;

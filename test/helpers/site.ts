@@ -60,7 +60,7 @@ export function makeSite(opts: SiteOpts = {}): string {
 export type CliResult = { code: number; stdout: string; stderr: string };
 
 export async function cli(dir: string, args: string[], opts: { env?: Record<string, string>; stdin?: string } = {}): Promise<CliResult> {
-  const p = Bun.spawn(["bun", MAIN, ...args, "--dir", dir], {
+  const p = Bun.spawn([process.execPath, MAIN, ...args, "--dir", dir], {
     cwd: dir,
     env: { ...process.env, ...siteEnv(dir), ...opts.env },
     stdin: opts.stdin !== undefined ? new TextEncoder().encode(opts.stdin) : "ignore",
@@ -82,7 +82,7 @@ export type Server = {
 };
 
 export async function serve(dir: string, opts: { env?: Record<string, string>; args?: string[] } = {}): Promise<Server> {
-  const proc = Bun.spawn(["bun", MAIN, "serve", "--dir", dir, "--port", "0", "--host", "127.0.0.1", ...(opts.args ?? [])], {
+  const proc = Bun.spawn([process.execPath, MAIN, "serve", "--dir", dir, "--port", "0", "--host", "127.0.0.1", ...(opts.args ?? [])], {
     cwd: dir,
     env: { ...process.env, RESD_LOG_FORMAT: "text", ...siteEnv(dir), ...opts.env },
     stdout: "pipe",
