@@ -195,9 +195,12 @@ describe("media library (issue 33, defect 7)", () => {
     }
     await page.getByLabel("Type").selectOption("");
     await page.getByLabel("Sort").selectOption("size");
-    await until(page, `document.querySelector("ul.library li[data-file] .file-name")?.textContent === "a-blue.png"`);
+    // The largest first is also first by name: wait for the whole list in size order, not its head.
     const sizes = (await api("GET", "/api/v1/.files?sort=size|desc")).body.files as Record<string, { name: string }>;
-    expect(await shownNames(page)).toEqual(Object.values(sizes).map((f) => f.name));
+    const bySize = Object.values(sizes).map((f) => f.name);
+    expect(bySize).not.toEqual([...bySize].sort());
+    await until(page, `JSON.stringify([...document.querySelectorAll("ul.library li[data-file] .file-name")].map(e => e.textContent)) === ${JSON.stringify(JSON.stringify(bySize))}`);
+    expect(await shownNames(page)).toEqual(bySize);
     expect(new URL(page.url()).searchParams.has("kind")).toBe(false);
     await page.close();
   });
