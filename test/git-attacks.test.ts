@@ -388,7 +388,7 @@ describe("the definitions loader (what resd serve and a pull both load)", () => 
   };
 
   test("a resource named like a fixed endpoint under /api/v1 is refused, naming the file", () => {
-    for (const name of [".pages", ".files", ".resources", ".deleted", ".system-messages", "git-status", "git-pull", "auth", "session", "empty-resource", "openai"]) {
+    for (const name of [".pages", ".files", ".resources", ".deleted", ".system-messages", "git-status", "git-pull", "session", "empty-resource", "openai"]) {
       expect({ name, r: refusal(name, NEWS) }).toMatchObject({ name, r: { file: `resources/${name}.json`, message: expect.stringContaining("fixed endpoint") } });
     }
     // Names next to them are fine.
