@@ -321,6 +321,8 @@ describe("keyboard and screen readers", () => {
     await page.keyboard.press("ArrowUp");
     await page.keyboard.press("Enter");
     await page.getByRole("dialog", { name: "New category" }).waitFor();
+    // The drawer's form is there once its starting values have come (the first field then has focus).
+    await until(page, `document.activeElement === document.querySelector('dialog.drawer [data-field="title"] input')`, 3000);
     await page.keyboard.press("Control+s"); // in the drawer: creates the category, not the article
     await page.getByRole("dialog", { name: "New category" }).waitFor({ state: "detached" });
     expect(await chips(page, "categories")).toEqual(["Category 001", "Keyboard category"]);
