@@ -13,15 +13,18 @@ export function titleField(def: ResourceView): string | null {
   return def.columns.find((c) => def.fields[c] && TEXTUAL.has(def.fields[c].type) && !def.fields[c].multi) ?? null;
 }
 
+/** An i18n value in the first of the browser's languages that has text, else the resource's first. */
+export function translated(v: unknown, languages: string[]): unknown {
+  if (!v || typeof v !== "object" || Array.isArray(v)) return v;
+  const o = v as Record<string, unknown>;
+  const lang = [...navigator.languages.map((l) => l.slice(0, 2)), ...languages].find((l) => typeof o[l] === "string" && o[l] !== "");
+  return lang ? o[lang] : "";
+}
+
 /** A record's title as a string ("" when it has none), an i18n title in the reader's language. */
 export function recordTitle(def: ResourceView, record: Record<string, unknown> | null | undefined): string {
   const f = titleField(def);
   if (!f || !record) return "";
-  let v = record[f];
-  if (v && typeof v === "object" && !Array.isArray(v)) {
-    const o = v as Record<string, unknown>;
-    const lang = [...navigator.languages.map((l) => l.slice(0, 2)), ...def.languages].find((l) => typeof o[l] === "string" && o[l] !== "");
-    v = lang ? o[lang] : "";
-  }
+  const v = translated(record[f], def.languages);
   return typeof v === "string" ? v.trim() : v === null || v === undefined ? "" : String(v);
 }

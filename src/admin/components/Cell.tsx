@@ -1,16 +1,9 @@
 /** One value of a record in the overview, shown by its field's type. */
 import type { FieldView } from "../state";
+import { translated } from "../rows";
 import { t, tn, when } from "../i18n";
 
 const date = (sec: number) => when(sec * 1000);
-
-/** An i18n value in the first of the browser's languages that has text, else the resource's first. */
-export function translated(v: unknown, languages: string[]): unknown {
-  if (!v || typeof v !== "object" || Array.isArray(v)) return v;
-  const o = v as Record<string, unknown>;
-  const lang = [...navigator.languages.map((l) => l.slice(0, 2)), ...languages].find((l) => typeof o[l] === "string" && o[l] !== "");
-  return lang ? o[lang] : "";
-}
 
 /** A single value as words: an option's label, Yes/No, an html text's words. */
 export function display(f: FieldView, v: unknown): string {
