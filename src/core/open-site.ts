@@ -15,6 +15,7 @@ import type { SchemaChange, Store } from "./store/types";
 import { ensureAccounts } from "./accounts";
 import { queueJobsHook } from "./jobs/enqueue";
 import type { Site } from "./site";
+import { Feed } from "./realtime/feed";
 
 /** `rollback`: definitions older than the stored schema are applied anyway (resd migrate --rollback). */
 export async function openSite(config: Config, opts: { ensureSecret?: boolean; rollback?: boolean } = {}): Promise<Site> {
@@ -45,6 +46,7 @@ export async function openSite(config: Config, opts: { ensureSecret?: boolean; r
     const def = defs.get(name);
     return def && !def.internal && !refused.has(name) ? def : null;
   };
+  const feed = new Feed(store, cfg.realtimeBulk);
   const site: Site = {
     config: cfg,
     defs,
@@ -53,6 +55,7 @@ export async function openSite(config: Config, opts: { ensureSecret?: boolean; r
     store,
     txHooks: [],
     listeners: [],
+    feed,
     reloadFailure: null,
     resource(name) {
       const def = served(name);
@@ -86,7 +89,10 @@ export async function openSite(config: Config, opts: { ensureSecret?: boolean; r
       defs.set(name, def);
       return def;
     },
-    close: () => store.close(),
+    close: async () => {
+      await feed.flush();
+      await store.close();
+    },
   };
   // `job:` entries of a definition are queued by every process that writes (server, CLI import).
   site.txHooks.push(queueJobsHook(site));

@@ -17,8 +17,11 @@ import { adminApiRoutes } from "./admin-api";
 import { adminPageRoutes } from "./admin-pages";
 import { pageRoutes } from "./pages";
 import { gitRoutes } from "./git";
+import { realtimeRoutes } from "./realtime";
+import type { Hub } from "../core/realtime/hub";
 
-export function createApp(site: Site) {
+/** `hub`: the server's realtime streams (null: realtime is off). */
+export function createApp(site: Site, hub: Hub | null = null) {
   return new Elysia()
     .use(healthRoutes(site))
     .use(tokenRoutes(site))
@@ -30,6 +33,7 @@ export function createApp(site: Site) {
     .use(adminApiRoutes(site))
     .use(pageRoutes(site))
     .use(gitRoutes(site))
+    .use(realtimeRoutes(site, hub))
     .use(adminPageRoutes(site))
     .use(recordRoutes(site))
     .use(extensionRoutes(site))

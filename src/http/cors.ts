@@ -3,7 +3,7 @@
  * Credentials are never allowed cross-origin: such clients use bearer tokens, and a session cookie
  * never travels with a cross-site request (see the session's Origin check).
  */
-const ALLOW_HEADERS = "authorization, content-type, if-modified-since, if-none-match, range, x-request-id";
+const ALLOW_HEADERS = "authorization, content-type, if-match, if-modified-since, if-none-match, if-unmodified-since, last-event-id, range, x-request-id";
 const EXPOSE_HEADERS = "last-modified, etag, content-disposition, content-range, x-request-id, retry-after";
 
 export function parseOrigins(raw: string): Set<string> | "*" {

@@ -19,6 +19,7 @@ import { normalizeTarget } from "./request-target";
 import { watchDefinitions, type DefinitionsWatch } from "../core/definitions/watch";
 import { removeLeftovers } from "../core/leftovers";
 import { claimPidFile } from "../core/pidfile";
+import { Hub } from "../core/realtime/hub";
 
 /** Work that must reach a safe point before the database closes (a job worker, an import). */
 export type Drain = () => Promise<void> | void;
@@ -140,6 +141,19 @@ function resourceOf(request: Request): string | null {
   return end > from ? url.slice(from, end) : null;
 }
 
+function realtimeOptions(site: Site) {
+  const c = site.config;
+  return {
+    maxStreams: c.realtimeMaxStreams,
+    maxPerOwner: c.realtimeMaxStreamsPerUser,
+    window: c.realtimeWindow,
+    windowMs: 5 * 60_000,
+    heartbeatMs: c.realtimeHeartbeat * 1000,
+    recheckMs: 1000,
+    pollMs: 250,
+  };
+}
+
 /** Stops in order: listening, then in-flight requests and drains (bounded), then the database. */
 async function shutdown(site: Site, server: Server<undefined>, drains: Drain[], stopUpkeep: () => void, releasePid: () => void) {
   stopUpkeep();
@@ -191,7 +205,9 @@ function exitOnSignals(stop: () => Promise<void>) {
 export async function startServer(site: Site, opts: { quiet?: boolean; signals?: boolean } = {}): Promise<Running> {
   setLogFormat(resolveLogFormat(site.config.logFormat));
   await startHooks(site); // extensions load (or start-up fails) before anything listens
-  const app = createApp(site);
+  const hub = site.config.realtimeMaxStreams > 0 ? new Hub(site, realtimeOptions(site)) : null;
+  await hub?.start();
+  const app = createApp(site, hub);
   // Once it answers, the server is asked for a caller's address (fair share of list queries) and
   // to move a request's timer (body deadlines).
   const bun = { server: () => server, idleTimeout: IDLE_TIMEOUT_S };
@@ -207,7 +223,14 @@ export async function startServer(site: Site, opts: { quiet?: boolean; signals?:
       idleTimeout: IDLE_TIMEOUT_S,
       maxRequestBodySize: bodyCap(site.config.maxUpload),
       ...withSecurityHeaders(site.config, {
-        routes: { "/api/v1/:resource/:uuid": afterDefinitions(definitions, (r) => r.params.resource, readOne) },
+        routes: {
+          "/api/v1/:resource/:uuid": afterDefinitions(definitions, (r) => r.params.resource, readOne),
+          // A realtime stream lasts: Bun's idle timeout (which writes do not reset) would cut it.
+          "/api/v1/realtime": (request: Request) => {
+            server.timeout(request, 0);
+            return afterDefinitions(definitions, resourceOf, all)(request);
+          },
+        },
         fetch: afterDefinitions(definitions, resourceOf, all),
       }),
     });
@@ -220,6 +243,7 @@ export async function startServer(site: Site, opts: { quiet?: boolean; signals?:
   await upkeep.purge();
   const drains: Drain[] = [];
   drains.push(() => stopHooks(site));
+  if (hub) drains.push(() => hub.stop());
   let stopped: Promise<void> | null = null;
   const stop = () => (stopped ??= shutdown(site, server, drains, upkeep.stop, releasePid));
   if (opts.signals !== false) exitOnSignals(stop);

@@ -2,7 +2,7 @@
  * The generic record operations behind `/api/v1/{resource}`, shared by HTTP, CLI and import.
  * Each checks access first, prepares values outside the transaction, then writes in one.
  */
-import type { Site, WriteEvent } from "../site";
+import type { Change, Site, WriteEvent } from "../site";
 import { HISTORY_WINDOW_MS } from "../site";
 import { authorize, can, type Action, type Principal } from "../access/permissions";
 import { guardWrite } from "../access/write-guard";
@@ -12,7 +12,7 @@ import type { ResourceDef } from "../definitions/types";
 import { compileList } from "../query/compile";
 import { parseListParams, type ListParams } from "../query/parse";
 import type { HistoryEntry, StoreTx, StoredRecord } from "../store/types";
-import { visibleData } from "./output";
+import { publicRecord, visibleData } from "./output";
 import { checkUuid, prepareValues } from "./prepare";
 import { asObject, type Values } from "../validation/object";
 import { newRecordId } from "./ids";
@@ -86,6 +86,16 @@ function event(def: ResourceDef, action: WriteEvent["action"], row: StoredRecord
 
 type Write = { action: WriteEvent["action"]; row: StoredRecord; previous: StoredRecord | null; user: string | null; data?: Values };
 
+/** The change realtime subscribers are told: the record as the API returns it, before and after. */
+function change(def: ResourceDef, w: Write, history: "create" | "update" | "delete" | "restore"): Change {
+  const { row } = w;
+  const record = w.data
+    ? { uuid: row.uuid, ...visibleData(def, w.data), _created: row._created, _modified: row._modified, _created_by: row._created_by, _modified_by: row._modified_by }
+    : publicRecord(def, row);
+  const previous = w.action === "delete" ? record : w.previous && publicRecord(def, w.previous);
+  return { resource: def.name, action: history, uuid: row.uuid, record, previous, modified: w.action === "delete" ? nowSec() : row._modified, by: w.user };
+}
+
 /**
  * Records history, runs in-transaction hooks and schedules listeners for one write.
  *
@@ -99,6 +109,7 @@ async function afterWrite(site: Site, tx: StoreTx, def: ResourceDef, w: Write, h
     if (w.previous) await tx.addCreationIfMissing(def.name, w.previous);
     await tx.addHistory({ resource: def.name, uuid: w.row.uuid, action: history, at: Date.now(), user: w.user, data: w.row.data, _created: w.row._created });
   }
+  if (site.feed.on) site.feed.add(tx, def.name, () => change(def, w, history));
   // The event is built only for whoever receives it: an import has usually nobody.
   const hooks = site.txHooks.filter((h) => h.wants(def.name, w.action));
   if (!hooks.length && !site.listeners.length) return;
@@ -219,7 +230,11 @@ export async function deleteAllRecords(site: Site, p: Principal, resource: strin
   authorize(p, resource, "delete_all");
   // Accounts are deleted one by one through their guard (the admin role, stronger users stay).
   if (!def.raw.events?.delete?.length && !ACCOUNT_RESOURCES.has(def.name)) {
-    return site.store.transaction((tx) => tx.deleteAll(resource, def.history ? { user: p.uuid, at: Date.now() } : null));
+    return site.store.transaction(async (tx) => {
+      const n = await tx.deleteAll(resource, def.history ? { user: p.uuid, at: Date.now() } : null);
+      if (n && site.feed.on) site.feed.bulk(tx, resource, n);
+      return n;
+    });
   }
   // Declared delete events and jobs are delivered for every record, as for single deletes. The
   // listing reads the last commit, which is the whole table: this transaction holds the write lock.

@@ -20,12 +20,16 @@ import { PgJobs } from "./postgres-jobs";
 import { PgAccessStore } from "./access-postgres";
 import { FOLD_BATCH, foldCounts, maintainedCount } from "./postgres-counts";
 import { FairGate } from "./fair-share";
-import type { AccessStore, CompiledQuery, DetachedReads, HistoryEntry, SchemaChange, SqlValue, Store, StoreTx, StoredRecord, TxOptions } from "./types";
+import type { AccessStore, InstanceBus, CompiledQuery, DetachedReads, HistoryEntry, SchemaChange, SqlValue, Store, StoreTx, StoredRecord, TxOptions } from "./types";
 
 /** Rows per cached page (larger pages are not kept). */
 const PAGE_CACHE_ROWS = 200;
 /** The channel on which every commit is announced to the other instances. */
 const CHANNEL = "resd_commits";
+/** The channel of realtime changes (see `bus`). */
+const CHANGES_CHANNEL = "resd_changes";
+/** PostgreSQL's bound on a notification's payload is 8000 bytes, less than that in practice. */
+const NOTIFY_MAX_BYTES = 7999;
 /** How a schema change is announced on it (before the instance id). */
 const SCHEMA_NOTICE = "schema:";
 /**
@@ -88,6 +92,25 @@ export class PgStore implements Store {
     this.access = new PgAccessStore(this);
   }
   private readonly queryBudgetMs: number;
+
+  /** Realtime changes between instances: NOTIFY after the write committed, `<instance> <message>`. */
+  readonly bus: InstanceBus = {
+    maxBytes: NOTIFY_MAX_BYTES - this.instance.length - 1,
+    send: async (message) => {
+      await this.sql.unsafe("SELECT pg_notify($1, $2)", [CHANGES_CHANNEL, `${this.instance} ${message}`]);
+    },
+    listen: async (fn, lost) => {
+      const prefix = `${this.instance} `;
+      // onlisten runs once listening starts, then after every reconnect: only those lose messages.
+      let started = false;
+      const l = await this.sql.listen(CHANGES_CHANNEL, (payload) => {
+        if (payload.startsWith(prefix)) return;
+        const space = payload.indexOf(" ");
+        if (space > 0) fn(payload.slice(space + 1));
+      }, () => (started ? lost() : (started = true)));
+      return () => l.unlisten();
+    },
+  };
 
   /** Connects, migrates the internal tables (once, whoever starts at the same time) and listens for commits. */
   static async open(url: string, opts: { cacheMaxBytes?: number; queryBudgetMs?: number; maxQueriesPerCaller?: number; max?: number } = {}): Promise<PgStore> {

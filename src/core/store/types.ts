@@ -160,7 +160,22 @@ export interface Store extends RecordReads {
   readonly jobs: JobQueue;
   /** Sessions and failed-login counters. */
   readonly access: AccessStore;
+  /** Messages to the other instances of the site; absent where one process serves it (SQLite). */
+  readonly bus?: InstanceBus;
   close(): Promise<void>;
+}
+
+/** Messages between the instances sharing a database (PostgreSQL: NOTIFY on a channel of their own). */
+export interface InstanceBus {
+  /** The longest message in bytes (UTF-8). */
+  readonly maxBytes: number;
+  /** Sends to every other instance (not to this one); resolves once the database took it. */
+  send(message: string): Promise<void>;
+  /**
+   * `fn` gets every message of the other instances, in the order they were sent; `lost` is called
+   * when some may have been missed (the connection that listens was lost and made again).
+   */
+  listen(fn: (message: string) => void, lost: () => void): Promise<() => Promise<void>>;
 }
 
 export type JobState = "queued" | "running" | "done" | "dead";

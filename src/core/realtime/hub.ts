@@ -1,0 +1,372 @@
+/**
+ * The realtime hub of one server: its streams, the ids of the changes it tells them, the window a
+ * client that reconnects resumes from, and the checks that keep a stream to what its caller may
+ * see. Knows nothing of HTTP: a stream is an `Outlet` that text is written to (src/http/realtime.ts
+ * makes it a Server-Sent Events response).
+ *
+ * - Ids: every change told here gets the next number; the SSE id is `<instance>-<number>`, so that
+ *   a client coming back to another instance, or to this one after a restart, is told `reset`
+ *   rather than resumed from someone else's numbers.
+ * - Order: changes are told in the order they committed in this process (and as they arrived from
+ *   other instances). A change to `users` or `roles` first has every stream's caller worked out
+ *   again, so that nothing after it reaches someone who lost the right to see it.
+ * - Bounds: streams in all and per caller; a stream whose reader falls more than its buffer behind
+ *   is ended with a `close` event (it resumes with Last-Event-ID).
+ */
+import { randomBytes } from "node:crypto";
+import { can, type Principal } from "../access/permissions";
+import { AppError, notFound } from "../errors";
+import { publicRecord } from "../records/output";
+import type { Change, Site } from "../site";
+import { parseSubscriptions, type Subscription } from "./subscription";
+
+/** Where a stream's text goes. */
+export type Outlet = {
+  /** Queues text for the reader; false once more than the stream's buffer is waiting. */
+  write(text: string): boolean;
+  /** Ends the stream after what was queued. */
+  end(): void;
+};
+
+export type StreamRequest = {
+  principal: Principal;
+  /** Whom the stream counts against for the per-caller bound (a user, an anonymous client's address). */
+  owner: string;
+  subscriptions: Subscription[];
+  /** The caller worked out again from the same credentials (throws 401 when they no longer hold). */
+  reauth: () => Promise<Principal>;
+  /** The id of the last event the client saw (Last-Event-ID), if it resumes. */
+  lastEventId: string | null;
+  out: Outlet;
+};
+
+type Entry = { id: number; at: number; change: Change; json?: string };
+
+export type Stream = {
+  readonly id: string;
+  principal: Principal;
+  readonly owner: string;
+  subscriptions: Subscription[];
+  /** The last change id this stream was told (or passed over). */
+  seen: number;
+  readonly reauth: () => Promise<Principal>;
+  readonly out: Outlet;
+  closed: boolean;
+};
+
+export type HubOptions = {
+  maxStreams: number;
+  maxPerOwner: number;
+  window: number;
+  windowMs: number;
+  heartbeatMs: number;
+  /** How often callers are worked out again (a sign-out, an expired session, changed allows). */
+  recheckMs: number;
+  /** How often another process's commits are looked for (SQLite: a command's import). */
+  pollMs: number;
+};
+
+export type CloseReason = "SLOW_READER" | "UNAUTHORIZED" | "SHUTDOWN";
+
+const ACCOUNTS = new Set(["users", "roles"]);
+const quote = (s: string | null) => JSON.stringify(s);
+const frame = (sseId: string, event: string, data: string) => `id: ${sseId}\nevent: ${event}\ndata: ${data}\n\n`;
+
+export class Hub {
+  /** Names this process's ids (see the file's comment). */
+  readonly instance = randomBytes(6).toString("base64url");
+  private readonly streams = new Map<string, Stream>();
+  private readonly perOwner = new Map<string, number>();
+  /** The last id given to a change. */
+  private last = 0;
+  /** Changes kept for resuming, oldest first (`head` is the oldest). */
+  private ring: Entry[] = [];
+  private head = 0;
+  /** Changes not yet told to the streams, and the last id told. */
+  private queue: Entry[] = [];
+  private told = 0;
+  private pumping = false;
+  /** Per subscribed resource, its last change as last seen (SQLite: another process's commits). */
+  private readonly known = new Map<string, number>();
+  private version: number;
+  private readonly timers: ReturnType<typeof setInterval>[] = [];
+  private detach: () => void = () => {};
+  private unlisten: () => Promise<void> = async () => {};
+
+  constructor(private readonly site: Site, private readonly opts: HubOptions) {
+    this.version = site.store.version();
+  }
+
+  /** Starts hearing changes (this process's, and other instances' on PostgreSQL). */
+  async start(): Promise<void> {
+    this.detach = this.site.feed.attach((changes) => this.publish(changes));
+    this.unlisten = await this.site.feed.listen(
+      async (resource, uuid) => {
+        const def = this.site.served(resource);
+        const row = def && (await this.site.store.get(resource, uuid));
+        return def && row ? publicRecord(def, row) : null;
+      },
+      () => this.missed(),
+    );
+    const every = (ms: number, fn: () => void) => {
+      const t = setInterval(fn, ms);
+      t.unref();
+      this.timers.push(t);
+    };
+    every(this.opts.heartbeatMs, () => this.heartbeat());
+    every(this.opts.recheckMs, () => void this.recheck());
+    if (!this.site.store.bus) every(this.opts.pollMs, () => void this.poll());
+  }
+
+  /** Ends every stream (shutdown): clients reconnect to whichever instance serves next. */
+  async stop(): Promise<void> {
+    for (const t of this.timers) clearInterval(t);
+    this.detach();
+    await this.unlisten();
+    for (const s of [...this.streams.values()]) this.close(s, "SHUTDOWN");
+  }
+
+  get size(): number {
+    return this.streams.size;
+  }
+
+  /** Opens a stream: checks the bounds, says `connect` (and `reset` or what was missed when resuming). */
+  open(req: StreamRequest): Stream {
+    if (this.streams.size >= this.opts.maxStreams) {
+      throw new AppError(429, "TOO_MANY_REQUESTS", `this server holds its most realtime streams (RESD_REALTIME_MAX_STREAMS ${this.opts.maxStreams})`, { retryAfter: 30 });
+    }
+    const mine = this.perOwner.get(req.owner) ?? 0;
+    if (mine >= this.opts.maxPerOwner) {
+      throw new AppError(429, "TOO_MANY_REQUESTS", `you hold ${mine} realtime streams already (RESD_REALTIME_MAX_STREAMS_PER_USER ${this.opts.maxPerOwner}); close one first`, { retryAfter: 30 });
+    }
+    const s: Stream = {
+      id: randomBytes(16).toString("base64url"),
+      principal: req.principal,
+      owner: req.owner,
+      subscriptions: req.subscriptions,
+      seen: this.told,
+      reauth: req.reauth,
+      out: req.out,
+      closed: false,
+    };
+    this.streams.set(s.id, s);
+    this.perOwner.set(req.owner, mine + 1);
+    this.watch(s.subscriptions);
+    const resumed = req.lastEventId === null ? null : this.resumeFrom(req.lastEventId);
+    // A resumed stream's events so far carry the id it resumes from: should it break again during
+    // the replay, the client's Last-Event-ID still names what it has.
+    if (typeof resumed === "number") s.seen = resumed;
+    this.send(s, "connect", JSON.stringify({ client_id: s.id, id: this.told, subscriptions: s.subscriptions.map((x) => x.text) }));
+    if (typeof resumed === "string") this.send(s, "reset", JSON.stringify({ id: this.told, reason: resumed }));
+    else if (resumed !== null) for (const e of this.entriesAfter(resumed)) if (e.id <= this.told) this.tell(s, e);
+    return s;
+  }
+
+  /** Replaces a stream's subscriptions (POST /api/v1/realtime/{client_id}); only its own caller may. */
+  resubscribe(clientId: string, p: Principal, texts: string[]): Stream {
+    const s = this.streams.get(clientId);
+    if (!s || s.closed) throw notFound(`no open realtime stream ${clientId}`);
+    if (s.principal.kind !== p.kind || s.principal.uuid !== p.uuid) throw new AppError(403, "ACCESS_DENIED", "the stream belongs to another caller");
+    s.subscriptions = parseSubscriptions(this.site, p, texts);
+    this.watch(s.subscriptions);
+    return s;
+  }
+
+  /** The client went away (its connection closed). */
+  gone(s: Stream): void {
+    if (s.closed) return;
+    s.closed = true;
+    this.streams.delete(s.id);
+    const n = (this.perOwner.get(s.owner) ?? 1) - 1;
+    if (n > 0) this.perOwner.set(s.owner, n);
+    else this.perOwner.delete(s.owner);
+  }
+
+  private close(s: Stream, reason: CloseReason, message?: string): void {
+    if (s.closed) return;
+    this.send(s, "close", JSON.stringify(message ? { reason, message } : { reason }), true);
+    s.out.end();
+    this.gone(s);
+  }
+
+  /**
+   * Where a client resumes: the id after which it missed changes, or why it cannot (the id is
+   * another instance's or process's, or older than the window).
+   */
+  private resumeFrom(lastEventId: string): number | string {
+    const m = /^([A-Za-z0-9_-]+)-(\d{1,15})$/.exec(lastEventId.trim());
+    if (!m || m[1] !== this.instance) return "the id is not one of this server's (another instance, or it restarted)";
+    const id = Number(m[2]);
+    if (id > this.last) return "the id is not one of this server's";
+    this.prune();
+    const oldest = this.ring.length > this.head ? this.ring[this.head].id : this.last + 1;
+    if (id < oldest - 1) return "the changes after it are no longer kept (RESD_REALTIME_WINDOW, five minutes)";
+    return id;
+  }
+
+  private *entriesAfter(id: number): Iterable<Entry> {
+    for (let i = this.head; i < this.ring.length; i++) if (this.ring[i].id > id) yield this.ring[i];
+  }
+
+  private prune(): void {
+    const since = Date.now() - this.opts.windowMs;
+    while (this.head < this.ring.length && (this.ring.length - this.head > this.opts.window || this.ring[this.head].at < since)) this.head++;
+    // The dropped head is cut away now and then, not on every change.
+    if (this.head > 1024 && this.head * 2 > this.ring.length) {
+      this.ring = this.ring.slice(this.head);
+      this.head = 0;
+    }
+  }
+
+  /** Committed changes get their ids (in order) and are told to the streams. */
+  publish(changes: Change[]): void {
+    const at = Date.now();
+    for (const change of changes) {
+      const e: Entry = { id: ++this.last, at, change };
+      if (this.opts.window > 0) this.ring.push(e);
+      this.queue.push(e);
+    }
+    this.prune();
+    void this.pump();
+  }
+
+  private async pump(): Promise<void> {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      while (this.queue.length) {
+        const e = this.queue.shift()!;
+        // Whoever may no longer see what follows a change of an account or a role is known first.
+        if (ACCOUNTS.has(e.change.resource) && this.streams.size) await this.recheck(true);
+        this.told = e.id;
+        for (const s of this.streams.values()) this.tell(s, e);
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  /** One change to one stream: once per subscription it concerns, as that subscription sees it. */
+  private tell(s: Stream, e: Entry): void {
+    if (s.closed || e.id <= s.seen) return;
+    s.seen = e.id;
+    const c = e.change;
+    for (const sub of s.subscriptions) {
+      if (sub.resource !== c.resource) continue;
+      if (c.action === "bulk") {
+        if (can(s.principal, c.resource, "view", sub.uuid ?? undefined)) {
+          this.send(s, "bulk", `{"id":${e.id},"action":"bulk","resource":${quote(c.resource)},"count":${c.count ?? "null"},"subscription":${quote(sub.text)}}`, false, e.id);
+        }
+        continue;
+      }
+      if (sub.uuid !== null && sub.uuid !== c.uuid) continue;
+      if (!can(s.principal, c.resource, "view", c.uuid)) continue;
+      const action = sub.filter ? filtered(c, sub.filter) : c.action;
+      if (!action) continue;
+      e.json ??= JSON.stringify(c.record);
+      const data = `{"id":${e.id},"action":"${action}","resource":${quote(c.resource)},"uuid":${quote(c.uuid)},"subscription":${quote(sub.text)},"record":${e.json},"_modified":${c.modified},"_modified_by":${quote(c.by)}}`;
+      if (!this.send(s, action, data, false, e.id)) return;
+    }
+  }
+
+  /** Writes one event; a reader too far behind is dropped (false). */
+  private send(s: Stream, event: string, data: string, final = false, id = s.seen): boolean {
+    if (s.closed) return false;
+    if (s.out.write(frame(`${this.instance}-${id}`, event, data)) || final) return true;
+    this.close(s, "SLOW_READER", `the stream's reader fell more than RESD_REALTIME_BUFFER bytes behind; resume with Last-Event-ID`);
+    return false;
+  }
+
+  private heartbeat(): void {
+    for (const s of [...this.streams.values()]) if (!s.out.write(": ping\n\n")) this.close(s, "SLOW_READER");
+  }
+
+  private rechecking: Promise<void> | null = null;
+  /**
+   * Works every stream's caller out again; drops subscriptions it may no longer see, ends streams
+   * whose credentials ended. `fresh`: a check begun before now does not do (an account changed).
+   */
+  async recheck(fresh = false): Promise<void> {
+    if (fresh && this.rechecking) await this.rechecking;
+    return (this.rechecking ??= this.recheckAll().finally(() => (this.rechecking = null)));
+  }
+
+  private async recheckAll(): Promise<void> {
+    await Promise.all([...this.streams.values()].map(async (s) => {
+      let p: Principal;
+      try {
+        p = await s.reauth();
+      } catch (e) {
+        this.close(s, "UNAUTHORIZED", e instanceof AppError && e.details ? e.details : "the credentials no longer hold");
+        return;
+      }
+      if (p.kind !== s.principal.kind || p.uuid !== s.principal.uuid) {
+        this.close(s, "UNAUTHORIZED", "the session ended (signed out, expired, or the user was deleted)");
+        return;
+      }
+      s.principal = p;
+      const kept: Subscription[] = [];
+      for (const sub of s.subscriptions) {
+        const served = this.site.served(sub.resource) !== null;
+        if (served && can(p, sub.resource, "view", sub.uuid ?? undefined)) kept.push(sub);
+        else {
+          const reason = served ? "ACCESS_DENIED" : "RESOURCE_NOT_FOUND";
+          this.send(s, "unsubscribed", JSON.stringify({ subscription: sub.text, reason }), true);
+        }
+      }
+      if (kept.length !== s.subscriptions.length) s.subscriptions = kept;
+    }));
+  }
+
+  /** Resources some stream subscribes to: their last change is remembered (another process's commits). */
+  private watch(subs: Subscription[]): void {
+    if (this.site.store.bus) return;
+    for (const sub of subs) {
+      if (this.known.has(sub.resource)) continue;
+      this.known.set(sub.resource, Number.POSITIVE_INFINITY);
+      void this.site.store.lastChange(sub.resource).then((ms) => this.known.set(sub.resource, ms), () => this.known.delete(sub.resource));
+    }
+  }
+
+  /**
+   * SQLite: another process (a command's import) committed. Its writes are not told one by one: a
+   * resource some stream watches whose last change moved gets a `bulk` change. This process's own
+   * writes since the last look may move it too; such a `bulk` is one reload too many, never a miss.
+   */
+  private async poll(): Promise<void> {
+    const v = this.site.store.version();
+    if (v === this.version) return;
+    this.version = v;
+    if (!this.streams.size) return;
+    const changed: Change[] = [];
+    for (const [resource, was] of this.known) {
+      const now = await this.site.store.lastChange(resource).catch(() => was);
+      if (now > was) changed.push({ resource, action: "bulk", count: null });
+      this.known.set(resource, now);
+    }
+    await this.recheck(true);
+    if (changed.length) this.publish(changed);
+  }
+
+  /** Changes of other instances may have been missed (PostgreSQL's listening connection was lost). */
+  private missed(): void {
+    const subscribed = new Set<string>();
+    for (const s of this.streams.values()) for (const sub of s.subscriptions) subscribed.add(sub.resource);
+    void this.recheck();
+    this.publish([...subscribed].map((resource) => ({ resource, action: "bulk", count: null })));
+  }
+}
+
+/**
+ * What a change is to a filtered subscription: the records it matches are a set, so a record that
+ * comes to match is a `create` for it (a restore stays a `restore`), one that stops matching a
+ * `delete`, one that matched neither before nor after nothing (null).
+ */
+function filtered(c: Extract<Change, { uuid: string }>, matches: (r: Record<string, unknown>) => boolean): string | null {
+  const before = c.previous === undefined ? undefined : c.previous !== null && matches(c.previous);
+  if (c.action === "delete") return before === false ? null : "delete";
+  const now = matches(c.record);
+  if (!now) return before === false ? null : "delete";
+  if (before === false && c.action === "update") return "create";
+  return c.action;
+}
