@@ -40,11 +40,13 @@ export function weakEtag(site: { config: { tokenSecret: string } }, ...parts: (s
   return `W/"${mac.slice(0, 24)}"`;
 }
 
+/** A tag's opaque part: what the weak comparison compares. */
+const bare = (t: string) => t.trim().replace(/^W\//, "");
+
 /** If-None-Match (weak comparison, `*` included) holds the tag. */
 export function etagMatches(request: Request, etag: string): boolean {
   const inm = request.headers.get("if-none-match");
   if (!inm) return false;
-  const bare = (t: string) => t.trim().replace(/^W\//, "");
   return inm.split(",").some((t) => t.trim() === "*" || bare(t) === bare(etag));
 }
 
@@ -57,3 +59,38 @@ export const isNotModified = (request: Request, etag: string, ms: number) =>
 
 export const notModifiedResponse = (lastModified: string, etag?: string) =>
   new Response(null, { status: 304, headers: etag ? { "last-modified": lastModified, etag } : { "last-modified": lastModified } });
+
+/** The three forms of an HTTP date (RFC 9110 5.6.7); asctime's has no zone but means GMT. */
+const HTTP_DATE = /^(?:[A-Za-z]{3}, \d\d [A-Za-z]{3} \d{4} \d\d:\d\d:\d\d GMT|[A-Za-z]{6,9}, \d\d-[A-Za-z]{3}-\d\d \d\d:\d\d:\d\d GMT|[A-Za-z]{3} [A-Za-z]{3} [ \d]\d \d\d:\d\d:\d\d \d{4})$/;
+
+/** Milliseconds of an HTTP date; NaN for anything else (Date.parse alone reads "1" as the year 2001). */
+function httpDate(value: string): number {
+  const v = value.trim();
+  if (!HTTP_DATE.test(v)) return NaN;
+  return Date.parse(v.endsWith("GMT") ? v : `${v} GMT`);
+}
+
+/**
+ * A write's preconditions (RFC 9110 13.1.1, 13.1.4) as a test of the record the write's transaction
+ * read: `etag` gives its tag (worked out only when compared), `modified` its `_modified` in seconds.
+ * Undefined when the request sends none.
+ *
+ * If-Match decides when sent (RFC 9110 13.2.2); `*` holds for any record. RFC 9110 compares
+ * If-Match strongly, but resd's tags are weak (their answers' envelopes carry timing fields), and no
+ * weak tag ever matches strongly: the opaque parts are compared, `W/` ignored. That is safe for a
+ * write because a record's tag changes whenever its stored row does, which is what a strong tag promises.
+ * Else If-Unmodified-Since holds while `_modified` is not after the date; a value that is not an
+ * HTTP date is ignored, as RFC 9110 asks. An empty If-Match counts as absent.
+ */
+export function writePrecondition(request: Request): ((etag: () => string, modified: number) => boolean) | undefined {
+  const im = request.headers.get("if-match")?.trim();
+  if (im) {
+    const tags = im.split(",").map(bare);
+    if (tags.includes("*")) return () => true;
+    return (etag) => tags.includes(bare(etag()));
+  }
+  const ius = httpDate(request.headers.get("if-unmodified-since") ?? "");
+  if (!Number.isFinite(ius)) return undefined;
+  const since = Math.floor(ius / 1000);
+  return (_, modified) => Math.floor(modified) <= since;
+}

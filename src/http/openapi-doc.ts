@@ -130,6 +130,17 @@ const LIST_PARAMS = [
   { name: "search", in: "query", schema: { type: "string" } },
 ];
 
+/** Preconditions of a write to one record (docs/records.md, "Conditional writes (412)"); bulk writes take none. */
+const PRECONDITION_PARAMS = [
+  { name: "If-Match", in: "header", required: false, schema: { type: "string" }, description: "the record's ETag from a read or a write (compared on its opaque part, `W/` ignored), or `*` (the record must exist): otherwise 412 and nothing is written" },
+  { name: "If-Unmodified-Since", in: "header", required: false, schema: { type: "string" }, description: "an HTTP date: 412 when the record changed after it (to the second); ignored when If-Match is sent or the value is not an HTTP date" },
+];
+const PRECONDITION_FAILED = { "412": { $ref: "#/components/responses/PreconditionFailed" } };
+/** A successful write's answer carries the new version's validators, for the next conditional write. */
+const withValidators = (response: Record<string, unknown>) => ({
+  ...response, headers: { ETag: HEADER("the written record's entity tag (for If-Match)"), "Last-Modified": HEADER("the time of the write, to the second; the previous second when it is the current one") },
+});
+
 function resourcePaths(p: Principal, def: ResourceDef, paths: Record<string, PathItem>) {
   const r = def.name;
   const rec = schemaName(r, "record");
@@ -151,9 +162,9 @@ function resourcePaths(p: Principal, def: ResourceDef, paths: Record<string, Pat
   if (may("edit") || selfOnly) {
     const schema = selfOnly ? inputSchema(def, selfEditFields(def)) : { ...inputSchema(def), required: undefined };
     const op = (id: string) => ({
-      tags, operationId: id, requestBody: jsonBody(schema),
+      tags, operationId: id, requestBody: jsonBody(schema), parameters: PRECONDITION_PARAMS,
       summary: selfOnly ? "Change your own user record (only the fields below)" : `Change fields of one of ${r}`,
-      responses: { "200": recordsResponse(r, rec, "RESOURCE_UPDATED"), ...errorRefs(400, 401, 403, 404, 422) },
+      responses: { "200": withValidators(recordsResponse(r, rec, "RESOURCE_UPDATED")), ...errorRefs(400, 401, 403, 404, 422), ...PRECONDITION_FAILED },
     });
     one.put = op(`${r}.update`);
     one.patch = op(`${r}.patch`);
@@ -165,7 +176,7 @@ function resourcePaths(p: Principal, def: ResourceDef, paths: Record<string, Pat
       };
     }
   }
-  if (may("delete")) one.delete = { tags, summary: `Delete one of ${r}`, operationId: `${r}.delete`, responses: { "200": recordsResponse(r, rec, "RESOURCE_DELETED"), ...errorRefs(401, 403, 404) } };
+  if (may("delete")) one.delete = { tags, summary: `Delete one of ${r}`, operationId: `${r}.delete`, parameters: PRECONDITION_PARAMS, responses: { "200": recordsResponse(r, rec, "RESOURCE_DELETED"), ...errorRefs(401, 403, 404), ...PRECONDITION_FAILED } };
   if (may("delete_all")) coll.delete = { tags, summary: `Delete every record of ${r}`, operationId: `${r}.delete_all`, responses: { "200": { description: "RESOURCE_DELETED", content: { "application/json": { schema: ref("Envelope") } } }, ...errorRefs(401, 403) } };
   if (Object.keys(coll).length) paths[`/api/v1/${r}`] = coll;
   if (Object.keys(one).length > 1) paths[`/api/v1/${r}/{uuid}`] = one;
@@ -328,6 +339,15 @@ const NOT_MODIFIED = {
   headers: { "Last-Modified": HEADER("the time of the last change, to the second"), ETag: HEADER("weak entity tag; changes with every write") },
 };
 
+const PRECONDITION_FAILED_RESPONSE = {
+  description: "PRECONDITION_FAILED: the record changed since the version If-Match or If-Unmodified-Since names (or, on an upsert resource, does not exist); nothing was written",
+  headers: { ETag: HEADER("the current version's entity tag (absent when the record does not exist)") },
+  content: { "application/json": { schema: { allOf: [ref("Error"), { type: "object", properties: {
+    _modified: { type: "integer", description: "the current version's time, seconds since the epoch" },
+    _modified_by: { type: "string", nullable: true, description: "uuid of the user who wrote the current version" },
+  } }] } } },
+};
+
 /**
  * Statuses every operation of a kind can answer, added to what each operation lists itself: any
  * request with a malformed target or query gets 400, any JSON or upload body may be too large (413)
@@ -401,6 +421,7 @@ export function buildOpenApi(site: Site, p: Principal, serverUrl: string, opts: 
   describeStatuses(paths);
   const responses: Record<string, unknown> = Object.fromEntries(Object.entries(ERROR_TEXT).map(([c, d]) => [`E${c}`, { description: d, content: { "application/json": { schema: ref("Error") } } }]));
   responses.NotModified = NOT_MODIFIED;
+  responses.PreconditionFailed = PRECONDITION_FAILED_RESPONSE;
   const used = referenced(paths, { schemas, responses });
   return {
     openapi: "3.0.3",

@@ -3,12 +3,12 @@ import { Elysia } from "elysia";
 import { AppError, methodNotAllowed } from "../core/errors";
 import { historyAuthors } from "../core/records/authors";
 import {
-  bulkUpdate, createRecord, deleteAllRecords, deleteRecord, listRecords, readRecord, readRecordNow, recordHistory, restoreRecord, updateRecord,
+  bulkUpdate, createRecord, deleteAllRecords, deleteRecord, listRecords, readRecord, readRecordNow, recordHistory, restoreRecord, updateRecord, type Expect,
 } from "../core/records/service";
 import type { ResourceDef } from "../core/definitions/types";
 import type { StoredRecord } from "../core/store/types";
 import type { Site } from "../core/site";
-import { isNotModified, lastModifiedHeader, notModifiedResponse, weakEtag } from "./conditional";
+import { isNotModified, lastModifiedHeader, notModifiedResponse, weakEtag, writePrecondition } from "./conditional";
 import { handle, requestIdOf, withRequestId, type Ctx } from "./context";
 import { knownPrincipal } from "./auth";
 import { errorResponse } from "./errors";
@@ -65,13 +65,19 @@ async function single(c: Ctx, resource: string, uuid: string): Promise<Response>
     }
     case "PUT":
     case "PATCH": {
-      const { def, row, created } = await updateRecord(c.site, p, resource, uuid, await c.json());
-      return records(def, [row], created ? { status: 201, message: "RESOURCE_CREATED" } : { status: 200, message: "RESOURCE_UPDATED" }, c.t0);
+      const body = await c.json();
+      return conditionalWrite(c, async (expect) => {
+        const { def, row, created } = await updateRecord(c.site, p, resource, uuid, body, expect);
+        // The new version's validators: a client chains its next write with If-Match.
+        const headers = { etag: recordEtag(c.site, row), "last-modified": lastModifiedHeader(row._modified * 1000) };
+        return records(def, [row], created ? { status: 201, message: "RESOURCE_CREATED", headers } : { status: 200, message: "RESOURCE_UPDATED", headers }, c.t0);
+      });
     }
-    case "DELETE": {
-      const { def, row } = await deleteRecord(c.site, p, resource, uuid);
-      return records(def, [row], { status: 200, message: "RESOURCE_DELETED" }, c.t0);
-    }
+    case "DELETE":
+      return conditionalWrite(c, async (expect) => {
+        const { def, row } = await deleteRecord(c.site, p, resource, uuid, expect);
+        return records(def, [row], { status: 200, message: "RESOURCE_DELETED" }, c.t0);
+      });
     default:
       throw methodNotAllowed("GET, POST, PUT, PATCH, DELETE");
   }
@@ -86,6 +92,29 @@ function recordEtag(site: Site, row: StoredRecord): string {
   let tag = rowTags.get(row);
   if (tag === undefined) rowTags.set(row, (tag = weakEtag(site, row.uuid, row.data, row._modified, row._modified_by ?? "")));
   return tag;
+}
+
+/**
+ * A write to one record under the request's If-Match / If-Unmodified-Since (docs/records.md,
+ * "Conditional writes"). Core judges the test on the row its transaction read, the tag worked out
+ * as GET does; a 412 names that row's tag in `etag` (its `_modified` and `_modified_by` are in the body).
+ */
+async function conditionalWrite(c: Ctx, write: (expect?: Expect) => Promise<Response>): Promise<Response> {
+  const test = writePrecondition(c.request);
+  if (!test) return write();
+  let failed: StoredRecord | null = null;
+  try {
+    return await write((row) => {
+      const ok = test(() => recordEtag(c.site, row), row._modified);
+      failed = ok ? null : row;
+      return ok;
+    });
+  } catch (e) {
+    if (!(e instanceof AppError && e.code === "PRECONDITION_FAILED" && failed)) throw e;
+    const res = errorResponse(e, c.t0, c.requestId);
+    res.headers.set("etag", recordEtag(c.site, failed));
+    return res;
+  }
 }
 
 /** A record the caller may view, or 304 when the caller holds its current version; `id` adds the request id header. */

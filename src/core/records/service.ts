@@ -172,18 +172,52 @@ async function prepareUpdate(site: Site, def: ResourceDef, uuid: string, body: u
 
 type Prepared = Awaited<ReturnType<typeof prepareUpdate>>;
 
-async function applyUpdate(site: Site, tx: StoreTx, def: ResourceDef, u: Prepared, p: Principal): Promise<StoredRecord> {
+/**
+ * A single write's precondition, judged on the record as the write's transaction read it (the HTTP
+ * layer builds it from If-Match / If-Unmodified-Since): false answers 412 and writes nothing.
+ */
+export type Expect = (current: StoredRecord) => boolean;
+
+/**
+ * 412 unless `expect` holds for `current`. A missing record fulfils no precondition, yet where a
+ * write without one answers 404 (no upsert), 404 comes first (RFC 9110 13.2.1): the caller throws it.
+ */
+function mustHold(def: ResourceDef, uuid: string, current: StoredRecord | null, expect: Expect): void {
+  if (!current) {
+    if (def.upsert) throw new AppError(412, "PRECONDITION_FAILED", `${def.name}/${uuid} does not exist; nothing was written`);
+    return;
+  }
+  if (!expect(current)) {
+    throw new AppError(412, "PRECONDITION_FAILED", `${def.name}/${uuid} has changed since the version the request names; nothing was written`,
+      { _modified: current._modified, _modified_by: current._modified_by });
+  }
+}
+
+async function applyUpdate(site: Site, tx: StoreTx, def: ResourceDef, u: Prepared, p: Principal, expect?: Expect): Promise<StoredRecord> {
   const current = await tx.get(def.name, u.uuid);
+  if (expect) mustHold(def, u.uuid, current, expect);
   if (u.create) return current ? updatePrepared(site, tx, def, current, u.values, actor(p, "edit")) : insertPrepared(site, tx, def, u.uuid, u.values, actor(p, "create"));
   if (!current) throw notFound(`${def.name}/${u.uuid} does not exist`);
   return updatePrepared(site, tx, def, current, u.values, actor(p, "edit"));
 }
 
-export async function updateRecord(site: Site, p: Principal, resource: string, uuid: string, body: unknown): Promise<{ def: ResourceDef; row: StoredRecord; created: boolean }> {
+/** `expect`: a precondition, checked in the write's transaction (see Expect). */
+export async function updateRecord(site: Site, p: Principal, resource: string, uuid: string, body: unknown, expect?: Expect): Promise<{ def: ResourceDef; row: StoredRecord; created: boolean }> {
   const def = site.resource(resource);
-  const u = await prepareUpdate(site, def, uuid, await guardWrite(site, p, def, "edit", body, uuid));
+  const input = await guardWrite(site, p, def, "edit", body, uuid);
+  // Also before the values are prepared: a stale write answers 412 rather than 422 (RFC 9110 13.2.1)
+  // and hashes no password. The check that counts is the one in the transaction; this read may come
+  // from the cache, a moment behind another instance's commit, so a transaction's read confirms a 412.
+  if (expect) {
+    try {
+      mustHold(def, uuid, await site.store.get(resource, uuid), expect);
+    } catch {
+      await site.store.transaction(async (tx) => mustHold(def, uuid, await tx.get(resource, uuid), expect));
+    }
+  }
+  const u = await prepareUpdate(site, def, uuid, input);
   if (u.create) authorize(p, resource, "create");
-  const row = await site.store.transaction((tx) => applyUpdate(site, tx, def, u, p));
+  const row = await site.store.transaction((tx) => applyUpdate(site, tx, def, u, p, expect));
   return { def, row, created: u.create };
 }
 
@@ -213,12 +247,14 @@ export async function bulkUpdate(site: Site, p: Principal, resource: string, bod
   return { def, rows };
 }
 
-export async function deleteRecord(site: Site, p: Principal, resource: string, uuid: string): Promise<{ def: ResourceDef; row: StoredRecord }> {
+/** `expect`: a precondition, checked in the delete's transaction (see Expect). */
+export async function deleteRecord(site: Site, p: Principal, resource: string, uuid: string, expect?: Expect): Promise<{ def: ResourceDef; row: StoredRecord }> {
   const def = site.resource(resource);
   authorize(p, resource, "delete", uuid);
   const row = await site.store.transaction(async (tx) => {
     const existing = await tx.get(resource, uuid);
     if (!existing) throw notFound(`${resource}/${uuid} does not exist`);
+    if (expect) mustHold(def, uuid, existing, expect);
     await deletePrepared(site, tx, def, existing, actor(p, "delete"));
     return existing;
   });
