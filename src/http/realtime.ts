@@ -21,16 +21,26 @@ const encoder = new TextEncoder();
 function outlet(buffer: number, gone: () => void): { out: Outlet; body: ReadableStream<Uint8Array> } {
   let controller!: ReadableStreamDefaultController<Uint8Array>;
   let open = true;
+  let drained: () => void = () => {};
   const body = new ReadableStream<Uint8Array>(
-    { start: (c) => void (controller = c), cancel: () => { open = false; gone(); } },
+    {
+      start: (c) => void (controller = c),
+      // Called as the reader takes what waits: a stream behind goes on from the window.
+      pull: () => drained(),
+      cancel: () => {
+        open = false;
+        gone();
+      },
+    },
     { highWaterMark: buffer, size: (chunk) => chunk?.byteLength ?? 0 },
   );
   const out: Outlet = {
     write(text) {
       if (!open) return false;
       controller.enqueue(encoder.encode(text));
-      return (controller.desiredSize ?? 0) >= 0;
+      return (controller.desiredSize ?? 0) > 0;
     },
+    onDrain: (fn) => void (drained = fn),
     end() {
       if (!open) return;
       open = false;

@@ -10,8 +10,10 @@
  * - Order: changes are told in the order they committed in this process (and as they arrived from
  *   other instances). A change to `users` or `roles` first has every stream's caller worked out
  *   again, so that nothing after it reaches someone who lost the right to see it.
- * - Bounds: streams in all and per caller; a stream whose reader falls more than its buffer behind
- *   is ended with a `close` event (it resumes with Last-Event-ID).
+ * - Bounds: streams in all and per caller. A stream holds at most its buffer of events waiting for
+ *   its reader; a reader slower than that falls behind and is told the rest from the window as it
+ *   reads (a resumed stream catches up the same way). One that falls out of the window is ended
+ *   with a `close` event: memory stays bounded by the buffers and the one shared window.
  */
 import { randomBytes } from "node:crypto";
 import { can, type Principal } from "../access/permissions";
@@ -24,6 +26,8 @@ import { parseSubscriptions, type Subscription } from "./subscription";
 export type Outlet = {
   /** Queues text for the reader; false once more than the stream's buffer is waiting. */
   write(text: string): boolean;
+  /** `fn` is called whenever the reader took some of what was waiting. */
+  onDrain(fn: () => void): void;
   /** Ends the stream after what was queued. */
   end(): void;
 };
@@ -40,7 +44,11 @@ export type StreamRequest = {
   out: Outlet;
 };
 
-type Entry = { id: number; at: number; change: Change; json?: string };
+/** A change told here: `record` is its record as JSON, written once for every stream. */
+type Entry = { id: number; at: number; change: Change; record: string };
+
+/** Bytes of records the window keeps at most, besides its count and age. */
+const WINDOW_BYTES = 64 * 1024 * 1024;
 
 export type Stream = {
   readonly id: string;
@@ -49,6 +57,8 @@ export type Stream = {
   subscriptions: Subscription[];
   /** The last change id this stream was told (or passed over). */
   seen: number;
+  /** Its buffer filled: it is told what follows from the window as its reader reads. */
+  behind: boolean;
   readonly reauth: () => Promise<Principal>;
   readonly out: Outlet;
   closed: boolean;
@@ -82,6 +92,7 @@ export class Hub {
   /** Changes kept for resuming, oldest first (`head` is the oldest). */
   private ring: Entry[] = [];
   private head = 0;
+  private ringBytes = 0;
   /** Changes not yet told to the streams, and the last id told. */
   private queue: Entry[] = [];
   private told = 0;
@@ -145,6 +156,7 @@ export class Hub {
       owner: req.owner,
       subscriptions: req.subscriptions,
       seen: this.told,
+      behind: false,
       reauth: req.reauth,
       out: req.out,
       closed: false,
@@ -153,12 +165,16 @@ export class Hub {
     this.perOwner.set(req.owner, mine + 1);
     this.watch(s.subscriptions);
     const resumed = req.lastEventId === null ? null : this.resumeFrom(req.lastEventId);
-    // A resumed stream's events so far carry the id it resumes from: should it break again during
-    // the replay, the client's Last-Event-ID still names what it has.
+    // A resumed stream's events so far carry the id it resumes from: should it break again while
+    // catching up, the client's Last-Event-ID still names what it has.
     if (typeof resumed === "number") s.seen = resumed;
     this.send(s, "connect", JSON.stringify({ client_id: s.id, id: this.told, subscriptions: s.subscriptions.map((x) => x.text) }));
     if (typeof resumed === "string") this.send(s, "reset", JSON.stringify({ id: this.told, reason: resumed }));
-    else if (resumed !== null) for (const e of this.entriesAfter(resumed)) if (e.id <= this.told) this.tell(s, e);
+    s.out.onDrain(() => this.catchUp(s));
+    if (typeof resumed === "number") {
+      s.behind = true;
+      this.catchUp(s);
+    }
     return s;
   }
 
@@ -184,7 +200,7 @@ export class Hub {
 
   private close(s: Stream, reason: CloseReason, message?: string): void {
     if (s.closed) return;
-    this.send(s, "close", JSON.stringify(message ? { reason, message } : { reason }), true);
+    this.send(s, "close", JSON.stringify(message ? { reason, message } : { reason }));
     s.out.end();
     this.gone(s);
   }
@@ -204,16 +220,24 @@ export class Hub {
     return id;
   }
 
-  private *entriesAfter(id: number): Iterable<Entry> {
-    for (let i = this.head; i < this.ring.length; i++) if (this.ring[i].id > id) yield this.ring[i];
+  /** The entry after `id`: null when there is none yet, "lost" when the window no longer holds it. */
+  private entryAfter(id: number): Entry | null | "lost" {
+    if (id >= this.last) return null;
+    if (this.head >= this.ring.length) return "lost";
+    const i = this.head + (id + 1 - this.ring[this.head].id);
+    return i < this.head ? "lost" : (this.ring[i] ?? null);
   }
 
   private prune(): void {
     const since = Date.now() - this.opts.windowMs;
-    while (this.head < this.ring.length && (this.ring.length - this.head > this.opts.window || this.ring[this.head].at < since)) this.head++;
+    const ring = this.ring;
+    while (this.head < ring.length && (ring.length - this.head > this.opts.window || ring[this.head].at < since || this.ringBytes > WINDOW_BYTES)) {
+      this.ringBytes -= ring[this.head].record.length;
+      this.head++;
+    }
     // The dropped head is cut away now and then, not on every change.
-    if (this.head > 1024 && this.head * 2 > this.ring.length) {
-      this.ring = this.ring.slice(this.head);
+    if (this.head > 1024 && this.head * 2 > ring.length) {
+      this.ring = ring.slice(this.head);
       this.head = 0;
     }
   }
@@ -222,8 +246,11 @@ export class Hub {
   publish(changes: Change[]): void {
     const at = Date.now();
     for (const change of changes) {
-      const e: Entry = { id: ++this.last, at, change };
-      if (this.opts.window > 0) this.ring.push(e);
+      const e: Entry = { id: ++this.last, at, change, record: "record" in change ? JSON.stringify(change.record) : "" };
+      if (this.opts.window > 0) {
+        this.ring.push(e);
+        this.ringBytes += e.record.length;
+      }
       this.queue.push(e);
     }
     this.prune();
@@ -239,23 +266,46 @@ export class Hub {
         // Whoever may no longer see what follows a change of an account or a role is known first.
         if (ACCOUNTS.has(e.change.resource) && this.streams.size) await this.recheck(true);
         this.told = e.id;
-        for (const s of this.streams.values()) this.tell(s, e);
+        for (const s of this.streams.values()) if (!s.behind && !this.tell(s, e)) s.behind = true;
       }
+      // A stream behind by more than the window can no longer catch up.
+      for (const s of this.streams.values()) if (s.behind && this.entryAfter(s.seen) === "lost") this.lost(s);
     } finally {
       this.pumping = false;
     }
   }
 
-  /** One change to one stream: once per subscription it concerns, as that subscription sees it. */
-  private tell(s: Stream, e: Entry): void {
-    if (s.closed || e.id <= s.seen) return;
+  private lost(s: Stream): void {
+    this.close(s, "SLOW_READER", "the stream's reader fell behind by more than the window (RESD_REALTIME_WINDOW, five minutes); resume with Last-Event-ID, which answers reset");
+  }
+
+  /** A stream behind is told what follows from the window while its buffer has room. */
+  private catchUp(s: Stream): void {
+    while (s.behind && !s.closed) {
+      const e = this.entryAfter(s.seen);
+      if (e === "lost") return this.lost(s);
+      if (e === null || e.id > this.told) {
+        s.behind = false;
+        return;
+      }
+      if (!this.tell(s, e)) return;
+    }
+  }
+
+  /**
+   * One change to one stream: once per subscription it concerns, as that subscription sees it.
+   * False once the stream's buffer is full (what was written stays written).
+   */
+  private tell(s: Stream, e: Entry): boolean {
+    if (s.closed || e.id <= s.seen) return true;
     s.seen = e.id;
     const c = e.change;
+    let room = true;
     for (const sub of s.subscriptions) {
       if (sub.resource !== c.resource) continue;
       if (c.action === "bulk") {
         if (can(s.principal, c.resource, "view", sub.uuid ?? undefined)) {
-          this.send(s, "bulk", `{"id":${e.id},"action":"bulk","resource":${quote(c.resource)},"count":${c.count ?? "null"},"subscription":${quote(sub.text)}}`, false, e.id);
+          room = this.send(s, "bulk", `{"id":${e.id},"action":"bulk","resource":${quote(c.resource)},"count":${c.count ?? "null"},"subscription":${quote(sub.text)}}`) && room;
         }
         continue;
       }
@@ -263,22 +313,19 @@ export class Hub {
       if (!can(s.principal, c.resource, "view", c.uuid)) continue;
       const action = sub.filter ? filtered(c, sub.filter) : c.action;
       if (!action) continue;
-      e.json ??= JSON.stringify(c.record);
-      const data = `{"id":${e.id},"action":"${action}","resource":${quote(c.resource)},"uuid":${quote(c.uuid)},"subscription":${quote(sub.text)},"record":${e.json},"_modified":${c.modified},"_modified_by":${quote(c.by)}}`;
-      if (!this.send(s, action, data, false, e.id)) return;
+      const data = `{"id":${e.id},"action":"${action}","resource":${quote(c.resource)},"uuid":${quote(c.uuid)},"subscription":${quote(sub.text)},"record":${e.record},"_modified":${c.modified},"_modified_by":${quote(c.by)}}`;
+      room = this.send(s, action, data) && room;
     }
+    return room;
   }
 
-  /** Writes one event; a reader too far behind is dropped (false). */
-  private send(s: Stream, event: string, data: string, final = false, id = s.seen): boolean {
-    if (s.closed) return false;
-    if (s.out.write(frame(`${this.instance}-${id}`, event, data)) || final) return true;
-    this.close(s, "SLOW_READER", `the stream's reader fell more than RESD_REALTIME_BUFFER bytes behind; resume with Last-Event-ID`);
-    return false;
+  /** Writes one event under the stream's position; false once its buffer is full. */
+  private send(s: Stream, event: string, data: string): boolean {
+    return !s.closed && s.out.write(frame(`${this.instance}-${s.seen}`, event, data));
   }
 
   private heartbeat(): void {
-    for (const s of [...this.streams.values()]) if (!s.out.write(": ping\n\n")) this.close(s, "SLOW_READER");
+    for (const s of this.streams.values()) if (!s.behind && !s.out.write(": ping\n\n")) s.behind = true;
   }
 
   private rechecking: Promise<void> | null = null;
@@ -311,7 +358,7 @@ export class Hub {
         if (served && can(p, sub.resource, "view", sub.uuid ?? undefined)) kept.push(sub);
         else {
           const reason = served ? "ACCESS_DENIED" : "RESOURCE_NOT_FOUND";
-          this.send(s, "unsubscribed", JSON.stringify({ subscription: sub.text, reason }), true);
+          this.send(s, "unsubscribed", JSON.stringify({ subscription: sub.text, reason }));
         }
       }
       if (kept.length !== s.subscriptions.length) s.subscriptions = kept;
