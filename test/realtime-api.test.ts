@@ -201,6 +201,19 @@ describe("events", () => {
   });
 });
 
+describe("the OpenAPI document", () => {
+  test("lists the stream and the resubscribe, with the resources the caller may subscribe to", async () => {
+    const admin = await s.apiJson("GET", "/api/v1/openapi.json");
+    const open = admin.body!.paths["/api/v1/realtime"].get;
+    expect(Object.keys(open.responses)).toEqual(expect.arrayContaining(["200", "400", "401", "403", "404", "429"]));
+    expect(open.responses["200"].content["text/event-stream"]).toBeDefined();
+    expect(open.parameters.map((x: { name: string }) => x.name)).toEqual(["subscribe", "Last-Event-ID", "last_event_id"]);
+    expect(admin.body!.paths["/api/v1/realtime/{client_id}"].post).toBeDefined();
+    const items = open.parameters[0].schema.items.description as string;
+    for (const name of ["news", "notes", "tasks"]) expect(items).toContain(name);
+  });
+});
+
 describe("writes of many records", () => {
   test("a rolled back bulk write sends nothing", async () => {
     const a = uuidOf(await s.apiJson("POST", "/api/v1/notes", { title: "ra", code: "ra" }));

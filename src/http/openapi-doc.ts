@@ -11,6 +11,7 @@ import { version } from "../build/version";
 import { mayUseAi } from "../core/ai/provider";
 import { pagesPaths } from "./pages-openapi";
 import { gitPaths } from "./git";
+import { REALTIME_TAG, realtimePaths } from "./realtime-openapi";
 
 type Schema = Record<string, unknown>;
 type Operation = Record<string, unknown>;
@@ -412,6 +413,7 @@ export function buildOpenApi(site: Site, p: Principal, serverUrl: string, opts: 
   const before = Object.keys(paths).length;
   filePaths(p, paths, site.config.publicMedia);
   if (Object.keys(paths).length > before) tags.push({ name: FILES_TAG, description: "media library" });
+  if (realtimePaths(site, p, paths)) tags.push({ name: REALTIME_TAG, description: "changes to records as they happen (Server-Sent Events)" });
   if (p.kind === "user") {
     adminPaths(p, paths);
     pagesPaths(site, p, paths);
