@@ -35,9 +35,9 @@ function outlet(buffer: number, gone: () => void): { out: Outlet; body: Readable
     { highWaterMark: buffer, size: (chunk) => chunk?.byteLength ?? 0 },
   );
   const out: Outlet = {
-    write(text) {
+    write(chunk) {
       if (!open) return false;
-      controller.enqueue(encoder.encode(text));
+      controller.enqueue(chunk);
       return (controller.desiredSize ?? 0) > 0;
     },
     onDrain: (fn) => void (drained = fn),
@@ -69,7 +69,7 @@ async function openStream(c: Ctx, hub: Hub | null): Promise<Response> {
   const probe = probeOf(c.request);
   let stream: Stream | null = null;
   const { out, body } = outlet(c.site.config.realtimeBuffer, () => stream && hub.gone(stream));
-  out.write(`retry: ${RETRY_MS}\n\n`);
+  out.write(encoder.encode(`retry: ${RETRY_MS}\n\n`));
   stream = hub.open({
     principal: p,
     owner: callerKey(c.site, c.request, p) ?? "system",

@@ -24,8 +24,8 @@ import { parseSubscriptions, type Subscription } from "./subscription";
 
 /** Where a stream's text goes. */
 export type Outlet = {
-  /** Queues text for the reader; false once more than the stream's buffer is waiting. */
-  write(text: string): boolean;
+  /** Queues UTF-8 for the reader; false once more than the stream's buffer is waiting. */
+  write(chunk: Uint8Array): boolean;
   /** `fn` is called whenever the reader took some of what was waiting. */
   onDrain(fn: () => void): void;
   /** Ends the stream after what was queued. */
@@ -44,8 +44,11 @@ export type StreamRequest = {
   out: Outlet;
 };
 
-/** A change told here: `record` is its record as JSON, written once for every stream. */
-type Entry = { id: number; at: number; change: Change; record: string };
+/**
+ * A change told here: `record` is its record as JSON, and `frames` its events as streams get them
+ * (by event and subscription), each encoded once however many streams are told it.
+ */
+type Entry = { id: number; at: number; change: Change; record: string; frames?: Map<string, Uint8Array>; bytes: number };
 
 /** Bytes of records the window keeps at most, besides its count and age. */
 const WINDOW_BYTES = 64 * 1024 * 1024;
@@ -80,7 +83,9 @@ export type CloseReason = "SLOW_READER" | "UNAUTHORIZED" | "SHUTDOWN";
 
 const ACCOUNTS = new Set(["users", "roles"]);
 const quote = (s: string | null) => JSON.stringify(s);
-const frame = (sseId: string, event: string, data: string) => `id: ${sseId}\nevent: ${event}\ndata: ${data}\n\n`;
+const encoder = new TextEncoder();
+const frame = (sseId: string, event: string, data: string) => encoder.encode(`id: ${sseId}\nevent: ${event}\ndata: ${data}\n\n`);
+const PING = encoder.encode(": ping\n\n");
 
 export class Hub {
   /** Names this process's ids (see the file's comment). */
@@ -232,7 +237,7 @@ export class Hub {
     const since = Date.now() - this.opts.windowMs;
     const ring = this.ring;
     while (this.head < ring.length && (ring.length - this.head > this.opts.window || ring[this.head].at < since || this.ringBytes > WINDOW_BYTES)) {
-      this.ringBytes -= ring[this.head].record.length;
+      this.ringBytes -= ring[this.head].bytes;
       this.head++;
     }
     // The dropped head is cut away now and then, not on every change.
@@ -246,10 +251,11 @@ export class Hub {
   publish(changes: Change[]): void {
     const at = Date.now();
     for (const change of changes) {
-      const e: Entry = { id: ++this.last, at, change, record: "record" in change ? JSON.stringify(change.record) : "" };
+      const record = "record" in change ? JSON.stringify(change.record) : "";
+      const e: Entry = { id: ++this.last, at, change, record, bytes: record.length };
       if (this.opts.window > 0) {
         this.ring.push(e);
-        this.ringBytes += e.record.length;
+        this.ringBytes += e.bytes;
       }
       this.queue.push(e);
     }
@@ -304,19 +310,32 @@ export class Hub {
     for (const sub of s.subscriptions) {
       if (sub.resource !== c.resource) continue;
       if (c.action === "bulk") {
-        if (can(s.principal, c.resource, "view", sub.uuid ?? undefined)) {
-          room = this.send(s, "bulk", `{"id":${e.id},"action":"bulk","resource":${quote(c.resource)},"count":${c.count ?? "null"},"subscription":${quote(sub.text)}}`) && room;
-        }
+        if (can(s.principal, c.resource, "view", sub.uuid ?? undefined)) room = this.tellOnce(s, e, "bulk", sub.text) && room;
         continue;
       }
       if (sub.uuid !== null && sub.uuid !== c.uuid) continue;
       if (!can(s.principal, c.resource, "view", c.uuid)) continue;
       const action = sub.filter ? filtered(c, sub.filter) : c.action;
-      if (!action) continue;
-      const data = `{"id":${e.id},"action":"${action}","resource":${quote(c.resource)},"uuid":${quote(c.uuid)},"subscription":${quote(sub.text)},"record":${e.record},"_modified":${c.modified},"_modified_by":${quote(c.by)}}`;
-      room = this.send(s, action, data) && room;
+      if (action) room = this.tellOnce(s, e, action, sub.text) && room;
     }
     return room;
+  }
+
+  /** One event of a change, built and encoded once for every stream with the same subscription. */
+  private tellOnce(s: Stream, e: Entry, action: string, subscription: string): boolean {
+    const key = `${action} ${subscription}`;
+    let bytes = e.frames?.get(key);
+    if (!bytes) {
+      const c = e.change;
+      const data = c.action === "bulk"
+        ? `{"id":${e.id},"action":"bulk","resource":${quote(c.resource)},"count":${c.count ?? "null"},"subscription":${quote(subscription)}}`
+        : `{"id":${e.id},"action":"${action}","resource":${quote(c.resource)},"uuid":${quote(c.uuid)},"subscription":${quote(subscription)},"record":${e.record},"_modified":${c.modified},"_modified_by":${quote(c.by)}}`;
+      bytes = frame(`${this.instance}-${e.id}`, action, data);
+      (e.frames ??= new Map()).set(key, bytes);
+      e.bytes += bytes.length;
+      if (this.head < this.ring.length && e.id >= this.ring[this.head].id) this.ringBytes += bytes.length;
+    }
+    return !s.closed && s.out.write(bytes);
   }
 
   /** Writes one event under the stream's position; false once its buffer is full. */
@@ -325,7 +344,7 @@ export class Hub {
   }
 
   private heartbeat(): void {
-    for (const s of this.streams.values()) if (!s.behind && !s.out.write(": ping\n\n")) s.behind = true;
+    for (const s of this.streams.values()) if (!s.behind && !s.out.write(PING)) s.behind = true;
   }
 
   private rechecking: Promise<void> | null = null;
