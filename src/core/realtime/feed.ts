@@ -8,6 +8,9 @@
 import type { Change, ChangeFeed } from "../site";
 import type { InstanceBus, Store, StoreTx } from "../store/types";
 
+/** Messages sent to the other instances in one statement, at most. */
+const SEND_BATCH = 50;
+
 type TxChanges = { changes: Change[]; counts: Map<string, number> };
 type Sink = Parameters<ChangeFeed["attach"]>[0];
 type LoadRecord = Parameters<ChangeFeed["listen"]>[0];
@@ -18,7 +21,9 @@ type Wire = Change | { resource: string; action: "create" | "update" | "delete" 
 export class Feed implements ChangeFeed {
   private readonly sinks = new Set<Sink>();
   private readonly txs = new WeakMap<StoreTx, TxChanges>();
-  private readonly sending = new Set<Promise<void>>();
+  /** Messages for the other instances not sent yet, and the send under way. */
+  private readonly outbox: string[] = [];
+  private sending: Promise<void> | null = null;
 
   constructor(private readonly store: Store, private readonly bulkAbove: number) {}
 
@@ -63,9 +68,27 @@ export class Feed implements ChangeFeed {
     this.deliver(changes);
     const bus = this.store.bus;
     if (bus) {
-      const sent = this.broadcast(bus, changes).catch((e) => console.error("telling the other instances of a change failed:", e instanceof Error ? e.message : e));
-      this.sending.add(sent);
-      void sent.finally(() => this.sending.delete(sent));
+      this.outbox.push(...this.messages(bus, changes));
+      this.kick(bus);
+    }
+  }
+
+  private kick(bus: InstanceBus): void {
+    if (this.sending || !this.outbox.length) return;
+    this.sending = this.send(bus).finally(() => {
+      this.sending = null;
+      this.kick(bus);
+    });
+  }
+
+  /**
+   * Sends what waits, in commit order: a change of a record never overtakes the one before it. What
+   * accumulated while one send was under way goes in the next, together.
+   */
+  private async send(bus: InstanceBus): Promise<void> {
+    while (this.outbox.length) {
+      const batch = this.outbox.splice(0, SEND_BATCH);
+      await bus.send(batch).catch((e) => console.error("telling the other instances of a change failed:", e instanceof Error ? e.message : e));
     }
   }
 
@@ -80,15 +103,11 @@ export class Feed implements ChangeFeed {
   }
 
   /** Messages of whole changes packed up to the bus's bound; a change too large alone goes as a reference. */
-  private async broadcast(bus: InstanceBus, changes: Change[]): Promise<void> {
+  private messages(bus: InstanceBus, changes: Change[]): string[] {
     const room = bus.maxBytes - 2;
+    const out: string[] = [];
     let batch: string[] = [];
     let bytes = 0;
-    const flush = async () => {
-      if (batch.length) await bus.send(`[${batch.join(",")}]`);
-      batch = [];
-      bytes = 0;
-    };
     for (const c of changes) {
       let json = JSON.stringify(c);
       let size = Buffer.byteLength(json);
@@ -97,11 +116,16 @@ export class Feed implements ChangeFeed {
         json = JSON.stringify(ref);
         size = Buffer.byteLength(json);
       }
-      if (bytes + size + 1 > room) await flush();
+      if (batch.length && bytes + size + 1 > room) {
+        out.push(`[${batch.join(",")}]`);
+        batch = [];
+        bytes = 0;
+      }
       batch.push(json);
       bytes += size + 1;
     }
-    await flush();
+    if (batch.length) out.push(`[${batch.join(",")}]`);
+    return out;
   }
 
   /**
@@ -139,6 +163,6 @@ export class Feed implements ChangeFeed {
 
   /** Waits until what was committed has reached the other instances (a command exits after it). */
   async flush(): Promise<void> {
-    await Promise.allSettled([...this.sending]);
+    while (this.sending) await this.sending;
   }
 }

@@ -96,8 +96,10 @@ export class PgStore implements Store {
   /** Realtime changes between instances: NOTIFY after the write committed, `<instance> <message>`. */
   readonly bus: InstanceBus = {
     maxBytes: NOTIFY_MAX_BYTES - this.instance.length - 1,
-    send: async (message) => {
-      await this.sql.unsafe("SELECT pg_notify($1, $2)", [CHANGES_CHANNEL, `${this.instance} ${message}`]);
+    send: async (messages) => {
+      // One statement: its notifications are delivered in the order they are listed.
+      const calls = messages.map((_, i) => `pg_notify($1, $${i + 2})`).join(", ");
+      await this.sql.unsafe(`SELECT ${calls}`, [CHANGES_CHANNEL, ...messages.map((m) => `${this.instance} ${m}`)]);
     },
     listen: async (fn, lost) => {
       const prefix = `${this.instance} `;

@@ -169,8 +169,8 @@ export interface Store extends RecordReads {
 export interface InstanceBus {
   /** The longest message in bytes (UTF-8). */
   readonly maxBytes: number;
-  /** Sends to every other instance (not to this one); resolves once the database took it. */
-  send(message: string): Promise<void>;
+  /** Sends to every other instance (not to this one), in order; resolves once the database took them. */
+  send(messages: string[]): Promise<void>;
   /**
    * `fn` gets every message of the other instances, in the order they were sent; `lost` is called
    * when some may have been missed (the connection that listens was lost and made again).
