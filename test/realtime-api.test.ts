@@ -252,6 +252,24 @@ describe("writes of many records", () => {
     st.close();
   });
 
+  test("an import over HTTP is one transaction: its records come as one bulk event, or one by one within the bound", async () => {
+    const st = await sub("tasks");
+    await st.next(ofKind("connect"));
+    const upload = async (rows: unknown[]) => {
+      const form = new FormData();
+      form.append("file", new Blob([JSON.stringify(rows)]), "rows.json");
+      const res = await fetch(`${s.base}/api/v1/tasks/import`, { method: "POST", headers: auth(), body: form });
+      expect(res.status).toBe(200);
+    };
+    await upload(Array.from({ length: 12 }, (_, i) => ({ title: `imported ${i}` })));
+    const bulk = await st.next(ofKind("bulk"));
+    expect(bulk.json.count).toBe(12);
+    await upload([{ title: "one" }, { title: "two" }]);
+    await st.next((e) => e.event === "create" && e.json.record.title === "two");
+    expect(st.events.filter((e) => e.event === "create").map((e) => e.json.record.title)).toEqual(["one", "two"]);
+    st.close();
+  });
+
   test("an import by the command line, in another process, is announced", async () => {
     const st = await sub("notes");
     await st.next(ofKind("connect"));

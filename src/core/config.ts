@@ -105,7 +105,7 @@ export const SETTINGS = {
   realtimeMaxStreamsPerUser: { env: "RESD_REALTIME_MAX_STREAMS_PER_USER", default: 20, parse: int(1, 1_000_000), help: "realtime streams one user (an anonymous client: by address) may hold open at once; more get 429" } as Spec<number>,
   realtimeBuffer: { env: "RESD_REALTIME_BUFFER", default: 1024 * 1024, parse: int(1024), help: "bytes of events a realtime stream may have waiting for a slow reader; past it the stream ends with a `close` event (reason SLOW_READER) and the client resumes with Last-Event-ID" } as Spec<number>,
   realtimeWindow: { env: "RESD_REALTIME_WINDOW", default: 10_000, parse: int(0, 1_000_000), help: "events kept for a realtime client that reconnects with Last-Event-ID (also at most five minutes); older ones get a `reset` event" } as Spec<number>,
-  realtimeBulk: { env: "RESD_REALTIME_BULK", default: 100, parse: int(1, 100_000), help: "changes of one resource in one write (a bulk PUT, an import batch) told one by one; above it one `bulk` event is sent instead" } as Spec<number>,
+  realtimeBulk: { env: "RESD_REALTIME_BULK", default: 100, parse: int(1, 100_000), help: "changes of one resource in one write (a bulk PUT, an import) told one by one; above it one `bulk` event is sent instead" } as Spec<number>,
   realtimeHeartbeat: { env: "RESD_REALTIME_HEARTBEAT", default: 20, parse: int(1, 3600), help: "seconds between the comment lines that keep an idle realtime stream open through proxies" } as Spec<number>,
   sitemapMaxUrls: { env: "RESD_SITEMAP_MAX_URLS", default: 50_000, parse: int(1, 50_000), help: "URLs per sitemap file; above it /sitemap.xml becomes a sitemap index" } as Spec<number>,
 } as const;
