@@ -24,7 +24,7 @@ export RESD_TEST_POSTGRES_URL
 #   admin-api and admin-forms-api, which do run), command-line parsing and exit codes, pipes,
 #   settings display, README, URL masking, and the generated client types;
 # - what happens before a request reaches the store: slow request bodies, security headers.
-SAME_ON_BOTH="admin-editor-day|admin-dashboard|admin-media-library|admin-pickers|admin-a11y|admin-narrow|admin-i18n|house-rules|limits-slow-bodies|security-headers|build-sharp|files-units|hooks-unit|jobs-queue-plan|json-members|ops-tar|permissions|query-compiler|release-binary|store-checkpointer|store-counts|store-memo|store-transactions|transfer-format|transfer-keytable|scale-out|transfer-migrate-store|transfer-worker|admin-pages|admin-forms|cli-exit-codes|cli-pipes|ops-config|readme|mask-url|openapi-client|realtime-instances"
+SAME_ON_BOTH="admin-editor-day|admin-realtime|admin-dashboard|admin-media-library|admin-pickers|admin-a11y|admin-narrow|admin-i18n|house-rules|limits-slow-bodies|security-headers|build-sharp|files-units|hooks-unit|jobs-queue-plan|json-members|ops-tar|permissions|query-compiler|release-binary|store-checkpointer|store-counts|store-memo|store-transactions|transfer-format|transfer-keytable|scale-out|transfer-migrate-store|transfer-worker|admin-pages|admin-forms|cli-exit-codes|cli-pipes|ops-config|readme|mask-url|openapi-client|realtime-instances"
 
 logs=$(mktemp -d)
 echo "== tests on SQLite"

@@ -7,7 +7,8 @@ import { navigate, location } from "./router";
 export type Envelope = { code: number; success: boolean; status: string; message?: string; details?: string; total?: number; count?: number; errors?: Record<string, string>; needs?: string[] } & Record<string, unknown>;
 
 export class ApiError extends Error {
-  constructor(readonly status: number, readonly body: Envelope) {
+  /** `headers`: the answer's (a 412 names the record's current version in `etag`). */
+  constructor(readonly status: number, readonly body: Envelope, readonly headers: Headers = new Headers()) {
     super(body.details || body.message || `HTTP ${status}`);
   }
 }
@@ -30,7 +31,7 @@ export async function api<T extends Envelope = Envelope>(method: string, path: s
   if (res.status === 401 && !path.startsWith("/session")) {
     navigate(signInPath(), true);
   }
-  if (!res.ok) throw new ApiError(res.status, parsed);
+  if (!res.ok) throw new ApiError(res.status, parsed, res.headers);
   return { status: res.status, body: parsed, headers: res.headers };
 }
 

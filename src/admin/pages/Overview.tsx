@@ -19,11 +19,15 @@ import { ColumnChooser } from "../components/ColumnChooser";
 import { DeletedList } from "../components/DeletedList";
 import { Icon } from "../components/Icon";
 import { t } from "../i18n";
+import { batched, live, type Live } from "../live";
 
 type ListAnswer = Envelope & Record<string, Record<string, Row>>;
 
 const PAGE_SIZES = [10, 25, 50, 100];
+/** While the realtime stream is not open, the list is asked whether it changed this often. */
 const REFRESH_MS = 5000;
+/** Changes told within this long of the first are one reload of the list. */
+const LIVE_MS = 150;
 const prefKey = (r: string, what: string) => `resd.admin.${r}.${what}`;
 
 export function Overview({ def }: { def: ResourceView }) {
@@ -47,33 +51,59 @@ export function Overview({ def }: { def: ResourceView }) {
   const cursor = useSignal(-1);
   const lastModified = useRef<string | null>(null);
   const searchInput = useRef<HTMLInputElement>(null);
+  /** The last load begun: an answer to an earlier one (another page, before a change) is dropped. */
+  const loads = useRef(0);
+  const stream = useRef<Live | null>(null);
 
   const listPath = `/${def.name}${query({ limit: pageSize.value, offset: (page - 1) * pageSize.value, sort: sort || "_created|desc", filter: filterParam(selection), search })}`;
 
   const load = async (conditional = false) => {
+    const n = ++loads.current;
     try {
       const headers: Record<string, string> = conditional && lastModified.current ? { "if-modified-since": lastModified.current } : {};
       const r = await api<ListAnswer>("GET", listPath, undefined, headers);
-      if (r.status === 304) return;
+      if (n !== loads.current || r.status === 304) return;
       lastModified.current = r.headers.get("last-modified");
       rows.value = Object.values(r.body[def.name] ?? {});
       total.value = r.body.total ?? rows.value.length;
       error.value = "";
+      // Rows that left the page (deleted elsewhere) are no longer selected.
+      if (checked.value.size) checked.value = new Set(rows.value.map((x) => x.uuid).filter((u) => checked.value.has(u)));
     } catch (e) {
-      error.value = (e as Error).message;
+      if (n === loads.current) error.value = (e as Error).message;
     } finally {
-      loading.value = false;
+      if (n === loads.current) loading.value = false;
     }
   };
+  const latestLoad = useRef(load);
+  latestLoad.current = load;
+
+  /**
+   * Changes made elsewhere show up as they happen: any change to the resource loads the page of the
+   * list again (its sort, filter, search and paging decide what it shows), at most once per LIVE_MS.
+   * While the stream is not open the list is asked every REFRESH_MS whether it changed (a 304 costs
+   * little).
+   */
+  useEffect(() => {
+    let poll: ReturnType<typeof setInterval> | undefined;
+    const setOpen = (open: boolean) => {
+      clearInterval(poll);
+      if (!open) poll = setInterval(() => { if (document.visibilityState === "visible") void latestLoad.current(true); }, REFRESH_MS);
+    };
+    const reload = batched(() => void latestLoad.current(), LIVE_MS);
+    setOpen(false);
+    stream.current = live([def.name], { change: reload, stale: reload, open: setOpen });
+    return () => { stream.current?.close(); stream.current = null; reload.cancel(); clearInterval(poll); };
+  }, [def.name]);
 
   useEffect(() => {
     loading.value = true;
     lastModified.current = null;
     checked.value = new Set();
-    void load();
-    // Changes by others show up: a conditional request answered 304 costs next to nothing.
-    const t = setInterval(() => { if (document.visibilityState === "visible") void load(true); }, REFRESH_MS);
-    return () => clearInterval(t);
+    // The first page loads once the stream is open, so that no change falls between the two.
+    let gone = false;
+    void (stream.current?.ready ?? Promise.resolve()).then(() => { if (!gone) void latestLoad.current(); });
+    return () => { gone = true; };
   }, [listPath]);
 
   // A page past the end (records deleted, a stale link) shows the last page instead of nothing.

@@ -1,19 +1,35 @@
 /**
  * One record: new, edit, or read-only view (`?view=1`). The form state is the record's values and
  * is sent as the JSON body of POST/PUT; required fields are checked before sending, the server's
- * 422 errors are shown at their fields, and unsaved changes warn before leaving.
+ * 422 errors are shown at their fields, and unsaved changes warn before leaving. An existing record
+ * is watched while open (someone else's save or delete is told at once), and saved with the ETag it
+ * was loaded with (If-Match): a save over someone else's newer version asks first.
  */
 import { useEffect, useRef } from "preact/hooks";
 import { useSignal } from "@preact/signals";
 import { api, ApiError, query, type Envelope } from "../api";
 import { navigate, setLeaveGuard } from "../router";
-import type { FieldView, ResourceView } from "../state";
+import { me, type FieldView, type ResourceView } from "../state";
 import { FieldEditor } from "../fields";
 import { PermissionEditor } from "../components/PermissionEditor";
 import { ErrorSummary, focusField, inFormOrder } from "../components/ErrorSummary";
+import { Dialog } from "../components/Dialog";
+import { live, type Change } from "../live";
+import { personName } from "../people";
 import { t } from "../i18n";
 
 type Values = Record<string, unknown>;
+type One = Envelope & Record<string, Record<string, Values>>;
+/** Someone else changed or deleted the record while it was open. */
+type Stale = { deleted: boolean; who: string };
+/** A save refused because the record changed since it was loaded: its version now. */
+type Conflict = { who: string; etag: string | null };
+
+/** The same values, whatever order their keys come in. */
+const sameRecord = (a: Values, b: Values) => {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => JSON.stringify(a[k]) === JSON.stringify(b[k]));
+};
 
 function isEmpty(f: FieldView, v: unknown): boolean {
   if (v === null || v === undefined || v === "") return true;
@@ -33,14 +49,78 @@ export function RecordPage({ def, uuid, readOnly }: { def: ResourceView; uuid: s
   const message = useSignal("");
   const saving = useSignal(false);
   const importing = useSignal(false);
+  /** The version the form was loaded with (or last saved as), sent as If-Match. */
+  const etag = useRef<string | null>(null);
+  /** The record as loaded or last saved (what "changed by someone else" is measured against). */
+  const loaded = useRef<Values | null>(null);
+  const stale = useSignal<Stale | null>(null);
+  const conflict = useSignal<Conflict | null>(null);
+  const saveButton = useRef<HTMLButtonElement>(null);
   const ro = readOnly || (uuid ? !def.can.edit : !def.can.create);
   const dirty = () => values.value !== null && JSON.stringify(values.value) !== saved.current;
 
+  const path = `/${def.name}/${uuid}`;
+  const fetchRecord = async () => {
+    const r = await api<One>("GET", path);
+    return { record: r.body[def.name][uuid!], etag: r.headers.get("etag") };
+  };
+  const show = (record: Values, tag: string | null) => {
+    values.value = record;
+    saved.current = JSON.stringify(record);
+    loaded.current = record;
+    etag.current = tag;
+  };
+  const reload = async () => {
+    try {
+      const r = await fetchRecord();
+      show(r.record, r.etag);
+      stale.value = null;
+      errors.value = {};
+      message.value = "";
+    } catch (e) {
+      message.value = (e as Error).message;
+    }
+  };
+
   useEffect(() => {
-    const load = uuid
-      ? api<Envelope & Record<string, Record<string, Values>>>("GET", `/${def.name}/${uuid}`).then((r) => r.body[def.name][uuid])
-      : api<Envelope & { record: Values }>("GET", `/empty-resource${query({ resource: def.name })}`).then((r) => r.body.record);
-    load.then((v) => { values.value = v; saved.current = JSON.stringify(v); }).catch((e: Error) => (message.value = e.message));
+    if (!uuid) {
+      api<Envelope & { record: Values }>("GET", `/empty-resource${query({ resource: def.name })}`)
+        .then((r) => { values.value = r.body.record; saved.current = JSON.stringify(r.body.record); })
+        .catch((e: Error) => (message.value = e.message));
+      return;
+    }
+    let gone = false;
+    /** A change told before the record was loaded: whether the load already holds it is known after. */
+    let early = false;
+    /** Someone else's change is told (a read-only view just shows the new version). */
+    const tell = async (deleted: boolean, by: string | null) => {
+      const who = await personName(by);
+      if (gone) return;
+      if (ro && !deleted) await reload();
+      stale.value = { deleted, who };
+    };
+    const changed = (c: Change) => {
+      if (c.uuid !== uuid || (c._modified_by !== null && c._modified_by === me.value?.uuid)) return;
+      if (!loaded.current) return void (early = true);
+      if (c.action !== "delete" && loaded.current && sameRecord(c.record, loaded.current)) return;
+      void tell(c.action === "delete", c._modified_by);
+    };
+    /** Many changes, or a break in the stream: the record as it is now says whether it changed. */
+    const check = async () => {
+      if (!loaded.current) return;
+      try {
+        const now = await fetchRecord();
+        if (gone || (now.etag !== null && now.etag === etag.current) || sameRecord(now.record, loaded.current)) return;
+        const by = typeof now.record._modified_by === "string" ? now.record._modified_by : null;
+        if (by === null || by !== me.value?.uuid) void tell(false, by);
+      } catch (e) {
+        if (!gone && e instanceof ApiError && e.status === 404) void tell(true, null);
+      }
+    };
+    const stream = live([`${def.name}/${uuid}`], { change: changed, stale: () => void check() });
+    // Loaded once the stream is open: a change after the load is told, none falls between.
+    void stream.ready.then(fetchRecord).then((r) => { if (gone) return; show(r.record, r.etag); if (early) void check(); }).catch((e: Error) => { if (!gone) message.value = e.message; });
+    return () => { gone = true; stream.close(); };
   }, [def.name, uuid]);
 
   useEffect(() => {
@@ -59,6 +139,11 @@ export function RecordPage({ def, uuid, readOnly }: { def: ResourceView; uuid: s
 
   const save = async (e: Event) => {
     e.preventDefault();
+    await send(etag.current);
+  };
+
+  /** Checks and sends the form; `ifMatch`: the version it may replace (null: whatever is stored). */
+  const send = async (ifMatch: string | null) => {
     const v = values.value;
     if (!v) return;
     const missing: Record<string, string> = {};
@@ -78,10 +163,9 @@ export function RecordPage({ def, uuid, readOnly }: { def: ResourceView; uuid: s
     }
     try {
       if (uuid) {
-        const r = await api<Envelope & Record<string, Record<string, Values>>>("PUT", `/${def.name}/${uuid}`, body);
-        const stored = r.body[def.name][uuid];
-        values.value = stored;
-        saved.current = JSON.stringify(stored);
+        const r = await api<One>("PUT", path, body, ifMatch ? { "if-match": ifMatch } : {});
+        show(r.body[def.name][uuid], r.headers.get("etag"));
+        stale.value = null;
         message.value = t("Saved.");
       } else {
         const r = await api<Envelope & Record<string, Record<string, Values>>>("POST", `/${def.name}`, body);
@@ -90,12 +174,44 @@ export function RecordPage({ def, uuid, readOnly }: { def: ResourceView; uuid: s
       }
     } catch (err) {
       const a = err as ApiError;
+      if (uuid && a.status === 412) {
+        await askOverwrite(a);
+        return;
+      }
       errors.value = a.body?.errors ?? {};
       message.value = a.message;
       showFirstError();
     } finally {
       saving.value = false;
     }
+  };
+
+  /**
+   * The save met a newer version: who made it, and its ETag for "Overwrite" (the 412 names both;
+   * else the record is read again).
+   */
+  const askOverwrite = async (refused: ApiError) => {
+    const by = (b: unknown) => (typeof b === "string" ? b : null);
+    try {
+      const tag = refused.headers.get("etag");
+      const now = tag && "_modified_by" in refused.body ? { etag: tag, by: by(refused.body._modified_by) } : await fetchRecord().then((r) => ({ etag: r.etag, by: by(r.record._modified_by) }));
+      conflict.value = { who: await personName(now.by), etag: now.etag };
+    } catch (e) {
+      message.value = e instanceof ApiError && e.status === 404 ? t("This record was deleted by someone else.") : (e as Error).message;
+    }
+  };
+  const resolve = (choice: "overwrite" | "reload" | "cancel") => {
+    const c = conflict.value;
+    conflict.value = null;
+    if (!c) return;
+    // The dialog leaves the page: the focus goes back to where saving began.
+    setTimeout(() => saveButton.current?.focus(), 0);
+    if (choice === "overwrite") void send(c.etag);
+    else if (choice === "reload") void reload();
+    else message.value = t("Not saved: your changes are still in the form.");
+  };
+  const reloadAsked = () => {
+    if (!dirty() || window.confirm(t("Load the new version? Your unsaved changes will be lost."))) void reload();
   };
 
   /**
@@ -142,6 +258,17 @@ export function RecordPage({ def, uuid, readOnly }: { def: ResourceView; uuid: s
         <p class="from-docx"><label class="button">{importing.value ? t("Reading…") : t("Import from .docx")}
           <input type="file" class="sr-only" accept=".docx" disabled={importing.value} onChange={(e) => fromDocument((e.target as HTMLInputElement).files?.[0])} /></label></p>
       )}
+      {uuid && (
+        <div class="live-notice" role="status" aria-live="polite">
+          {stale.value && (
+            <div class={stale.value.deleted ? "notice error" : "notice"}>
+              <p>{stale.value.deleted ? t("Deleted by {who} a moment ago.", { who: stale.value.who }) : t("Changed by {who} a moment ago.", { who: stale.value.who })}</p>
+              {!ro && !stale.value.deleted && <button type="button" onClick={reloadAsked}>{t("Reload")}</button>}
+              <button type="button" onClick={() => (stale.value = null)}>{ro || stale.value.deleted ? t("Dismiss") : t("Keep editing")}</button>
+            </div>
+          )}
+        </div>
+      )}
       {!v && !message.value && <p role="status">{t("Loading…")}</p>}
       {v && (
         <form onSubmit={save} onKeyDown={onKeyDown} class="fields" noValidate>
@@ -162,11 +289,24 @@ export function RecordPage({ def, uuid, readOnly }: { def: ResourceView; uuid: s
             );
           })}
           {message.value && <p class={Object.keys(errors.value).length || message.value !== t("Saved.") ? "error" : "ok"} role="status">{message.value}</p>}
-          {!ro && <button type="submit" class="primary" disabled={saving.value}>{saving.value ? t("Saving…") : t("Save")}</button>}
+          {!ro && <button type="submit" ref={saveButton} class="primary" disabled={saving.value}>{saving.value ? t("Saving…") : t("Save")}</button>}
           {ro && uuid && def.can.edit && <a class="button" href={`/admin/${def.name}/${uuid}`}>{t("Edit")}</a>}
         </form>
       )}
       {!v && message.value && <p class="error" role="alert">{message.value}</p>}
+      {conflict.value && (
+        <Dialog title={t("Save over a newer version?")} onClose={() => resolve("cancel")}>
+          <div class="conflict">
+            <p>{t("This record was changed by {who} since you opened it.", { who: conflict.value.who })}</p>
+            <p>{t("Overwrite saves your version over theirs; Reload shows theirs and drops your changes.")}</p>
+            <p class="actions">
+              <button type="button" class="danger" onClick={() => resolve("overwrite")}>{t("Overwrite")}</button>
+              <button type="button" onClick={() => resolve("reload")}>{t("Reload")}</button>
+              <button type="button" onClick={() => resolve("cancel")}>{t("Cancel")}</button>
+            </p>
+          </div>
+        </Dialog>
+      )}
     </main>
   );
 }
