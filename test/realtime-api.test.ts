@@ -28,7 +28,7 @@ const rt = (query: string) => `${s.base}/api/v1/realtime?${query}`;
 const sub = (what: string, token?: string) => openSse(rt(`subscribe=${encodeURIComponent(what)}`), auth(token));
 const uuidOf = (r: { body: Record<string, any> | null }, resource = "notes") => Object.keys(r.body![resource])[0];
 const ofKind = (kind: string, uuid?: string, subscription?: string) => (e: { event: string; json: Record<string, any> }) =>
-  e.event === kind && (uuid === undefined || e.json.uuid === uuid) && (subscription === undefined || e.json.subscription === subscription);
+  e.event === kind && (uuid === undefined || e.json.uuid === uuid) && (subscription === undefined || (!!e.json.action && (e.json.subscriptions as string[]).includes(subscription)));
 
 /**
  * A raw connection to a stream that reads nothing until asked: the server sees a slow reader

@@ -17,7 +17,7 @@ const PG = process.env.RESD_TEST_POSTGRES_URL || process.env.RESD_TEST_DATABASE_
 const EMAIL = "admin@example.com";
 const PASSWORD = "admin-password";
 const defs = {
-  notes: { fields: { title: { type: "text" }, body: { type: "textarea" }, secret: { type: "text" } }, hidden: "secret" },
+  notes: { fields: { title: { type: "text" }, body: { type: "textarea" }, secret: { type: "text" }, status: { type: "select", options: { new: "New", old: "Old" } } }, hidden: "secret" },
   tasks: { fields: { title: { type: "text" } } },
 };
 
@@ -60,6 +60,7 @@ afterAll(async () => {
 });
 
 const on = (server: Server, what: string, bearer = token) => openSse(`${server.base}/api/v1/realtime?subscribe=${encodeURIComponent(what)}`, { authorization: `Bearer ${bearer}` });
+const ofKind = (kind: string, uuid?: string) => (e: SseEvent) => e.event === kind && (uuid === undefined || e.json.uuid === uuid);
 const created = (uuid: string) => (e: SseEvent) => e.event === "create" && e.json.uuid === uuid;
 const post = async (server: Server, resource: string, body: unknown) => {
   const r = await call(server.base, "POST", `/api/v1/${resource}`, { token, body });
@@ -145,6 +146,45 @@ describe("two instances on one PostgreSQL database", () => {
     const task = await post(A, "tasks", { title: "for the reader" });
     await st.next(created(task));
     expect(st.events.some((e) => e.json.uuid === hidden)).toBe(false);
+    st.close();
+  });
+
+  test("a role downgraded on A: a write on A right after it never reaches the user's stream on B", async () => {
+    for (let round = 0; round < 4; round++) {
+      const role = await call(A.base, "POST", "/api/v1/roles", { token, body: { name: `x-reader-${round}`, permissions: ["view-notes", "view-tasks"] } });
+      const roleId = Object.keys(role.body!.roles)[0];
+      const made = await call(A.base, "POST", "/api/v1/users", { token, body: { email: `x${round}@example.com`, password: "reader-password", role: roleId, api: true } });
+      const userId = Object.keys(made.body!.users)[0];
+      const reader = await tokenFor(B.base, `x${round}@example.com`, "reader-password");
+      const st = await openSse(`${B.base}/api/v1/realtime?subscribe=notes,tasks`, { authorization: `Bearer ${reader}` });
+      await st.next(ofKind("connect"));
+      // The stream on B has used its principal (cached) before the change.
+      const before = await post(A, "notes", { title: `before ${round}` });
+      await st.next(ofKind("create", before));
+      expect((await call(A.base, "PUT", `/api/v1/roles/${roleId}`, { token, body: { permissions: ["view-tasks"] } })).status).toBe(200);
+      const after = await post(A, "notes", { title: `after ${round}` });
+      const marker = await post(A, "tasks", { title: `marker ${round}` });
+      await st.next(ofKind("create", marker), 3000);
+      expect(st.events.some((e) => e.json.uuid === after), `round ${round}`).toBe(false);
+      // Deleted on A: a write right after it never reaches the stream on B.
+      expect((await call(A.base, "DELETE", `/api/v1/users/${userId}`, { token })).status).toBe(200);
+      const t = await post(A, "tasks", { title: `after delete ${round}` });
+      expect((await st.next(ofKind("close"), 3000)).json.reason).toBe("UNAUTHORIZED");
+      expect(st.events.some((e) => e.json.uuid === t), `round ${round}`).toBe(false);
+    }
+  });
+
+  test("a record too large for a notification that comes to match a filter on B is told (as an update: B cannot know it was outside), never its hidden fields", async () => {
+    const st = await openSse(`${B.base}/api/v1/realtime?subscribe=${encodeURIComponent("notes?filter=status:new")}`, { authorization: `Bearer ${token}` });
+    await st.next(ofKind("connect"));
+    const big = "ü".repeat(10_000);
+    const uuid = await post(A, "notes", { title: "big", status: "old", body: big, secret: "hidden-big-secret" });
+    expect((await call(A.base, "PUT", `/api/v1/notes/${uuid}`, { token, body: { status: "new" } })).status).toBe(200);
+    const e = await st.next((x) => x.json.uuid === uuid && x.event !== "delete");
+    // docs/realtime.md, "Several instances": what the record was before is not known on B.
+    expect(e.event).toBe("update");
+    expect(e.json.record.status).toBe("new");
+    expect(e.data).not.toContain("hidden-big-secret");
     st.close();
   });
 });

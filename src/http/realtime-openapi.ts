@@ -9,8 +9,8 @@ const str = { type: "string" };
 
 const EVENTS = `Server-Sent Events (docs/realtime.md). Each event has an SSE \`id\` (\`<instance>-<n>\`, what Last-Event-ID resumes from), an \`event\` name and JSON \`data\`:
 - \`connect\` {client_id, id, subscriptions}
-- \`create\`, \`update\`, \`delete\`, \`restore\` {id, action, resource, uuid, subscription, record, _modified, _modified_by}: \`record\` as the API returns it (hidden and encrypted fields never sent; for a delete, as it was). For a filtered subscription a record that comes to match is a \`create\`, one that stops matching a \`delete\`.
-- \`bulk\` {id, action: "bulk", resource, count, subscription}: more records changed at once than are told one by one (RESD_REALTIME_BULK; another process's writes on SQLite, count null): reload
+- \`create\`, \`update\`, \`delete\`, \`restore\` {id, action, resource, uuid, subscription, subscriptions, record, _modified, _modified_by}: \`record\` as the API returns it (hidden and encrypted fields never sent; for a delete, as it was); one event per way the stream's subscriptions see the change, \`subscriptions\` naming them. For a filtered subscription a record that comes to match is a \`create\`, one that stops matching a \`delete\`.
+- \`bulk\` {id, action: "bulk", resource, count, subscription, subscriptions}: more records changed at once than are told one by one (RESD_REALTIME_BULK; another process's writes on SQLite, count null): reload
 - \`reset\` {id, reason}: what was missed since Last-Event-ID is not kept: reload
 - \`unsubscribed\` {subscription, reason}: the caller lost the right to view it (ACCESS_DENIED) or the resource is gone
 - \`close\` {reason, message}: the stream ends (UNAUTHORIZED, SLOW_READER, SHUTDOWN)

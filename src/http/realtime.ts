@@ -8,7 +8,7 @@ import type { Site } from "../core/site";
 import { AppError, badRequest, methodNotAllowed } from "../core/errors";
 import type { Hub, Outlet, Stream } from "../core/realtime/hub";
 import { parseSubscriptions, splitSubscribe } from "../core/realtime/subscription";
-import { authenticate } from "./auth";
+import { authenticate, crossOriginRefused, sameOrigin } from "./auth";
 import { callerKey } from "./caller";
 import { handle, type Ctx } from "./context";
 import { json } from "./envelope";
@@ -40,6 +40,7 @@ function outlet(buffer: number, gone: () => void): { out: Outlet; body: Readable
       controller.enqueue(chunk);
       return (controller.desiredSize ?? 0) > 0;
     },
+    full: () => !open || (controller.desiredSize ?? 0) <= 0,
     onDrain: (fn) => void (drained = fn),
     end() {
       if (!open) return;
@@ -64,6 +65,9 @@ async function openStream(c: Ctx, hub: Hub | null): Promise<Response> {
   if (c.request.method !== "GET") throw methodNotAllowed("GET");
   if (!hub) throw new AppError(503, "SERVICE_UNAVAILABLE", "realtime is off on this server (RESD_REALTIME_MAX_STREAMS=0)");
   const p = await c.principal();
+  // A page of another site cannot read the stream (no CORS with credentials), but it would use up
+  // the user's streams and keep the session in use: a session's stream is for this site's pages.
+  if (p.viaSession && !sameOrigin(c.request)) throw crossOriginRefused();
   const q = c.url().searchParams;
   const subscriptions = parseSubscriptions(c.site, p, splitSubscribe(q.getAll("subscribe")));
   const probe = probeOf(c.request);

@@ -19,13 +19,16 @@ import { randomBytes } from "node:crypto";
 import { can, type Principal } from "../access/permissions";
 import { AppError, notFound } from "../errors";
 import { publicRecord } from "../records/output";
+import type { ResourceDef } from "../definitions/types";
 import type { Change, Site } from "../site";
-import { parseSubscriptions, type Subscription } from "./subscription";
+import { parseSubscription, parseSubscriptions, type Subscription } from "./subscription";
 
 /** Where a stream's text goes. */
 export type Outlet = {
   /** Queues UTF-8 for the reader; false once more than the stream's buffer is waiting. */
   write(chunk: Uint8Array): boolean;
+  /** The stream's buffer is full: what follows waits until the reader took some. */
+  full(): boolean;
   /** `fn` is called whenever the reader took some of what was waiting. */
   onDrain(fn: () => void): void;
   /** Ends the stream after what was queued. */
@@ -48,10 +51,21 @@ export type StreamRequest = {
  * A change told here: `record` is its record as JSON, and `frames` its events as streams get them
  * (by event and subscription), each encoded once however many streams are told it.
  */
-type Entry = { id: number; at: number; change: Change; record: string; frames?: Map<string, Uint8Array>; bytes: number };
+type Entry = {
+  id: number;
+  at: number;
+  change: Change;
+  record: string;
+  frames?: Map<string, Uint8Array>;
+  bytes: number;
+  /** The definition `record` was cut to (hidden fields): one changed since is applied before telling. */
+  def?: ResourceDef;
+};
 
 /** The shortest time between two turns of telling the streams (see Hub.schedule). */
 const COALESCE_MS = 20;
+/** An entry keeps its encoded events up to this many times its record's size. */
+const FRAMES_KEPT = 4;
 /** Bytes of records the window keeps at most, besides its count and age. */
 const WINDOW_BYTES = 64 * 1024 * 1024;
 
@@ -91,7 +105,7 @@ const PING = encoder.encode(": ping\n\n");
 
 export class Hub {
   /** Names this process's ids (see the file's comment). */
-  readonly instance = randomBytes(6).toString("base64url");
+  readonly instance = randomBytes(6).toString("hex");
   private readonly streams = new Map<string, Stream>();
   private readonly perOwner = new Map<string, number>();
   /** The last id given to a change. */
@@ -177,8 +191,8 @@ export class Hub {
     // A resumed stream's events so far carry the id it resumes from: should it break again while
     // catching up, the client's Last-Event-ID still names what it has.
     if (typeof resumed === "number") s.seen = resumed;
-    this.send(s, "connect", JSON.stringify({ client_id: s.id, id: this.told, subscriptions: s.subscriptions.map((x) => x.text) }));
-    if (typeof resumed === "string") this.send(s, "reset", JSON.stringify({ id: this.told, reason: resumed }));
+    this.send(s, "connect", JSON.stringify({ client_id: s.id, id: s.seen, subscriptions: s.subscriptions.map((x) => x.text) }));
+    if (typeof resumed === "string") this.send(s, "reset", JSON.stringify({ id: s.seen, reason: resumed }));
     s.out.onDrain(() => this.catchUp(s));
     if (typeof resumed === "number") {
       s.behind = true;
@@ -255,8 +269,10 @@ export class Hub {
   publish(changes: Change[]): void {
     const at = Date.now();
     for (const change of changes) {
+      const def = this.site.served(change.resource) ?? undefined;
+      if (def && "record" in change) cut(def, change);
       const record = "record" in change ? JSON.stringify(change.record) : "";
-      const e: Entry = { id: ++this.last, at, change, record, bytes: record.length };
+      const e: Entry = { id: ++this.last, at, change, record, bytes: record.length, def };
       if (this.opts.window > 0) {
         this.ring.push(e);
         this.ringBytes += e.bytes;
@@ -321,43 +337,105 @@ export class Hub {
   }
 
   /**
-   * One change to one stream: once per subscription it concerns, as that subscription sees it.
-   * False once the stream's buffer is full (what was written stays written).
+   * One change to one stream: once per way its subscriptions see it (an update to one, a create to
+   * a filtered one it came into), naming the subscriptions that see it so. Nothing is written to a
+   * stream whose buffer is full (false): it is told this change from the window as its reader reads.
    */
   private tell(s: Stream, e: Entry): boolean {
     if (s.closed || e.id <= s.seen) return true;
+    if (s.out.full()) return false;
     s.seen = e.id;
+    this.refresh(s);
     const c = e.change;
-    let room = true;
+    if (c.action !== "bulk" && !this.current(e)) return true;
+    const p = s.principal;
+    const ways = new Map<string, string[]>();
     for (const sub of s.subscriptions) {
       if (sub.resource !== c.resource) continue;
+      let way: string | null;
       if (c.action === "bulk") {
-        if (can(s.principal, c.resource, "view", sub.uuid ?? undefined)) room = this.tellOnce(s, e, "bulk", sub.text) && room;
-        continue;
+        // How many changed is the resource's business: told only to who may view all of it.
+        way = can(p, c.resource, "view") ? "bulk" : sub.uuid !== null && can(p, c.resource, "view", sub.uuid) ? "bulk uncounted" : null;
+      } else {
+        if (sub.uuid !== null && sub.uuid !== c.uuid) continue;
+        if (!can(p, c.resource, "view", c.uuid)) continue;
+        way = sub.filter ? filtered(c, sub.filter) : c.action;
       }
-      if (sub.uuid !== null && sub.uuid !== c.uuid) continue;
-      if (!can(s.principal, c.resource, "view", c.uuid)) continue;
-      const action = sub.filter ? filtered(c, sub.filter) : c.action;
-      if (action) room = this.tellOnce(s, e, action, sub.text) && room;
+      if (way) ways.get(way)?.push(sub.text) ?? ways.set(way, [sub.text]);
     }
-    return room;
+    for (const [way, subs] of ways) this.tellOnce(s, e, way, subs);
+    return !s.out.full();
   }
 
-  /** One event of a change, built and encoded once for every stream with the same subscription. */
-  private tellOnce(s: Stream, e: Entry, action: string, subscription: string): boolean {
-    const key = `${action} ${subscription}`;
+  /**
+   * One event of a change, built and encoded once for every stream whose subscriptions see it the
+   * same way; kept with the change up to a few times its record's size (distinct filters of many
+   * streams are built each time rather than kept).
+   */
+  private tellOnce(s: Stream, e: Entry, way: string, subs: string[]): void {
+    const key = `${way} ${JSON.stringify(subs)}`;
     let bytes = e.frames?.get(key);
     if (!bytes) {
       const c = e.change;
+      const named = `"subscription":${quote(subs[0])},"subscriptions":${JSON.stringify(subs)}`;
+      const action = c.action === "bulk" ? "bulk" : way;
       const data = c.action === "bulk"
-        ? `{"id":${e.id},"action":"bulk","resource":${quote(c.resource)},"count":${c.count ?? "null"},"subscription":${quote(subscription)}}`
-        : `{"id":${e.id},"action":"${action}","resource":${quote(c.resource)},"uuid":${quote(c.uuid)},"subscription":${quote(subscription)},"record":${e.record},"_modified":${c.modified},"_modified_by":${quote(c.by)}}`;
+        ? `{"id":${e.id},"action":"bulk","resource":${quote(c.resource)},"count":${way === "bulk" ? (c.count ?? "null") : "null"},${named}}`
+        : `{"id":${e.id},"action":"${action}","resource":${quote(c.resource)},"uuid":${quote(c.uuid)},${named},"record":${e.record},"_modified":${c.modified},"_modified_by":${quote(c.by)}}`;
       bytes = frame(`${this.instance}-${e.id}`, action, data);
-      (e.frames ??= new Map()).set(key, bytes);
-      e.bytes += bytes.length;
-      if (this.head < this.ring.length && e.id >= this.ring[this.head].id) this.ringBytes += bytes.length;
+      if (e.bytes + bytes.length <= FRAMES_KEPT * (e.record.length + 1024)) {
+        (e.frames ??= new Map()).set(key, bytes);
+        this.grow(e, bytes.length);
+      }
     }
-    return !s.closed && s.out.write(bytes);
+    s.out.write(bytes);
+  }
+
+  /** Adds to an entry's bytes, and to the window's when the window holds it. */
+  private grow(e: Entry, by: number): void {
+    e.bytes += by;
+    if (this.head < this.ring.length && e.id >= this.ring[this.head].id) this.ringBytes += by;
+  }
+
+  /**
+   * The change as the definition in force shows it: a field hidden since it was written is taken
+   * out (a client resuming into older changes never sees it). False when the resource is gone.
+   */
+  private current(e: Entry): boolean {
+    const c = e.change;
+    if (c.action === "bulk") return true;
+    const def = this.site.served(c.resource);
+    if (!def) return false;
+    if (def === e.def) return true;
+    cut(def, c);
+    const record = JSON.stringify(c.record);
+    this.grow(e, record.length - e.bytes);
+    e.record = record;
+    e.frames = undefined;
+    e.def = def;
+    return true;
+  }
+
+  /**
+   * Subscriptions of a resource whose definition changed since they were made are made anew (a
+   * filter matches by the field types in force); one that no longer can be ends with `unsubscribed`.
+   */
+  private refresh(s: Stream): void {
+    if (s.subscriptions.every((sub) => this.site.served(sub.resource) === sub.def)) return;
+    const kept: Subscription[] = [];
+    for (const sub of s.subscriptions) {
+      if (this.site.served(sub.resource) === sub.def) {
+        kept.push(sub);
+        continue;
+      }
+      try {
+        kept.push(parseSubscription(this.site, s.principal, sub.text));
+      } catch (err) {
+        const reason = err instanceof AppError ? err.code : "INVALID_DATA";
+        this.send(s, "unsubscribed", JSON.stringify({ subscription: sub.text, reason, ...(err instanceof AppError && err.details ? { message: err.details } : {}) }));
+      }
+    }
+    s.subscriptions = kept;
   }
 
   /** Writes one event under the stream's position; false once its buffer is full. */
@@ -366,7 +444,7 @@ export class Hub {
   }
 
   private heartbeat(): void {
-    for (const s of this.streams.values()) if (!s.behind && !s.out.write(PING)) s.behind = true;
+    for (const s of this.streams.values()) if (!s.behind && !s.out.full()) s.out.write(PING);
   }
 
   private rechecking: Promise<void> | null = null;
@@ -457,4 +535,12 @@ function filtered(c: Extract<Change, { uuid: string }>, matches: (r: Record<stri
   if (!now) return before === false ? null : "delete";
   if (before === false && c.action === "update") return "create";
   return c.action;
+}
+
+/** Takes out of a change's record (and what it was before) the fields `def` hides. */
+function cut(def: ResourceDef, c: Extract<Change, { uuid: string }>): void {
+  for (const h of def.hidden) {
+    delete c.record[h];
+    if (c.previous) delete c.previous[h];
+  }
 }

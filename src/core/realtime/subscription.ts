@@ -7,6 +7,7 @@
 import { authorize, type Principal } from "../access/permissions";
 import { badRequest } from "../errors";
 import { checkUuid } from "../records/prepare";
+import type { ResourceDef } from "../definitions/types";
 import type { Site } from "../site";
 import { filterMatcher, type Matcher } from "./match";
 
@@ -16,6 +17,8 @@ export type Subscription = {
   resource: string;
   uuid: string | null;
   filter: Matcher | null;
+  /** The definition it was made with: one changed since makes it anew (see Hub.refresh). */
+  def: ResourceDef;
 };
 
 /** Subscriptions of one stream, at most. */
@@ -38,7 +41,7 @@ export function splitSubscribe(params: string[]): string[] {
   return out;
 }
 
-function parseOne(site: Site, p: Principal, text: string): Subscription {
+export function parseSubscription(site: Site, p: Principal, text: string): Subscription {
   if (text.length > MAX_TEXT) throw badRequest(`a subscription may be at most ${MAX_TEXT} characters long`);
   const q = text.indexOf("?");
   const path = q < 0 ? text : text.slice(0, q);
@@ -54,12 +57,12 @@ function parseOne(site: Site, p: Principal, text: string): Subscription {
     const raw = params.get("filter");
     if (raw) filter = filterMatcher(site.store.dialect, def, raw);
   }
-  return { text, resource, uuid: id, filter };
+  return { text, resource, uuid: id, filter, def };
 }
 
 /** All or nothing: one subscription refused refuses the whole set (with its error). */
 export function parseSubscriptions(site: Site, p: Principal, texts: string[]): Subscription[] {
   const unique = [...new Set(texts)];
   if (unique.length > MAX_SUBSCRIPTIONS) throw badRequest(`a stream may have at most ${MAX_SUBSCRIPTIONS} subscriptions`);
-  return unique.map((t) => parseOne(site, p, t));
+  return unique.map((t) => parseSubscription(site, p, t));
 }
