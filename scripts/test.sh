@@ -23,8 +23,17 @@ export RESD_TEST_POSTGRES_URL
 # - tests of what lies in front of the store: the admin pages in a browser (their API calls are
 #   admin-api and admin-forms-api, which do run), command-line parsing and exit codes, pipes,
 #   settings display, README, URL masking, and the generated client types;
-# - what happens before a request reaches the store: slow request bodies, security headers.
-SAME_ON_BOTH="admin-editor-day|admin-realtime|admin-dashboard|admin-media-library|admin-pickers|admin-a11y|admin-narrow|admin-i18n|house-rules|limits-slow-bodies|security-headers|build-sharp|files-units|hooks-unit|jobs-queue-plan|json-members|ops-tar|permissions|query-compiler|release-binary|store-checkpointer|store-counts|store-memo|store-transactions|transfer-format|transfer-keytable|scale-out|transfer-migrate-store|transfer-worker|admin-pages|admin-forms|cli-exit-codes|cli-pipes|ops-config|readme|mask-url|openapi-client|realtime-instances"
+# - what happens before a request reaches the store: slow request bodies, security headers, CORS;
+# - tests whose every site stays on SQLite in both runs (makeSite/adminSite with store "sqlite", as
+#   they read the SQLite file itself), or that open no site: the second run would repeat the first
+#   exactly. access-cli, ops-backup, records-history, transfer-migrate; store-memo-revise,
+#   store-search-merge (a SqliteStore or the SQLite file of their own) and store-record-cache (a unit
+#   test); hooks-binary, whose lone binary runs in a bare environment, and hooks-startup (a broken
+#   extension stops start-up), whose `resd serve` is spawned without the site's RESD_DATABASE_URL;
+# - command-line parsing (cli-global-options: options before the subcommand, --out folders, taken
+#   ports); the docs' examples (docs-records: a definition and a record checked against the
+#   validator, the same on both stores).
+SAME_ON_BOTH="admin-editor-day|admin-realtime|admin-dashboard|admin-media-library|admin-pickers|admin-a11y|admin-narrow|admin-i18n|house-rules|limits-slow-bodies|security-headers|build-sharp|files-units|hooks-unit|jobs-queue-plan|json-members|ops-tar|permissions|query-compiler|release-binary|store-checkpointer|store-counts|store-memo|store-transactions|transfer-format|transfer-keytable|scale-out|transfer-migrate-store|transfer-worker|admin-pages|admin-forms|cli-exit-codes|cli-pipes|ops-config|readme|mask-url|openapi-client|realtime-instances|cors|access-cli|ops-backup|records-history|transfer-migrate|store-memo-revise|store-search-merge|store-record-cache|hooks-binary|cli-global-options|hooks-startup|docs-records"
 
 logs=$(mktemp -d)
 echo "== tests on SQLite"
