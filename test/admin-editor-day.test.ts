@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { adminSite } from "./helpers/site";
-import { signedInPage, until } from "./helpers/page-wait";
+import { sessionPage, until } from "./helpers/page-wait";
 
 const articles = {
   name: { singular: "Article", plural: "Articles" },
@@ -45,7 +45,7 @@ afterAll(async () => {
   await s?.cleanup();
 });
 
-const signedIn = (path: string) => signedInPage(browser, s.base, path);
+const signedIn = (path: string) => sessionPage(browser, s.base, path);
 
 const count = async () => (await s.apiJson("GET", "/api/v1/articles?limit=1")).body!.total as number;
 

@@ -10,7 +10,7 @@ import sharp from "sharp";
 import type { Server } from "bun";
 import { adminSite } from "./helpers/site";
 import { docx } from "./helpers/docx";
-import { signedInPage, until } from "./helpers/page-wait";
+import { sessionPage, until } from "./helpers/page-wait";
 
 const articles = {
   name: { singular: "Article", plural: "Articles" },
@@ -107,7 +107,7 @@ afterAll(async () => {
   tileServer.stop(true);
 });
 
-const signedIn = (path: string) => signedInPage(browser, s.base, path, { width: 1200, height: 900 });
+const signedIn = (path: string) => sessionPage(browser, s.base, path, { width: 1200, height: 900 });
 
 const field = (page: Page, name: string) => page.locator(`form.fields > [data-field="${name}"]`);
 const editorOf = (page: Page, name: string) => page.locator(`[data-html-field="${name}"] .html-editor`);

@@ -13,7 +13,7 @@ import sharp from "sharp";
 import { join } from "node:path";
 import { adminSite, ROOT, serve, type Server } from "./helpers/site";
 import { upload } from "./helpers/media";
-import { signedInPage, until } from "./helpers/page-wait";
+import { sessionPage, until } from "./helpers/page-wait";
 import { expectNoAxeViolations } from "./helpers/axe";
 
 const articles = {
@@ -73,7 +73,7 @@ afterAll(async () => {
   await s?.cleanup();
 });
 
-const signedIn = (path: string, viewport?: { width: number; height: number }) => signedInPage(browser, server.base, path, viewport);
+const signedIn = (path: string, viewport?: { width: number; height: number }) => sessionPage(browser, server.base, path, viewport);
 const card = (page: Page, uuid: string) => page.locator(`li[data-file="${uuid}"]`);
 /** The images in the window have loaded (lazy ones below it never start). */
 const inViewLoaded = (within: string) =>

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { adminSite, ROOT } from "./helpers/site";
-import { signedInPage, until } from "./helpers/page-wait";
+import { sessionPage, until } from "./helpers/page-wait";
 import { expectNoAxeViolations } from "./helpers/axe";
 
 const DESK = { width: 1280, height: 800 };
@@ -57,7 +57,7 @@ afterAll(async () => {
   await s?.cleanup();
 });
 
-const open = (path: string, viewport = DESK) => signedInPage(browser, s.base, path, viewport);
+const open = (path: string, viewport = DESK) => sessionPage(browser, s.base, path, viewport);
 const settled = (page: Page) => page.locator("tbody tr[data-uuid]").first().waitFor();
 const sideways = (page: Page) => page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth") as Promise<number>;
 const shot = (page: Page, name: string) => page.screenshot({ path: join(ROOT, `docs/${name}.png`) });

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { adminSite } from "./helpers/site";
-import { signedInPage, until } from "./helpers/page-wait";
+import { sessionPage, until } from "./helpers/page-wait";
 import { expectNoAxeViolations } from "./helpers/axe";
 import { addUser } from "./helpers/access";
 
@@ -62,7 +62,7 @@ afterAll(async () => {
   await s?.cleanup();
 });
 
-const signedIn = (path: string) => signedInPage(browser, s.base, path);
+const signedIn = (path: string) => sessionPage(browser, s.base, path);
 const field = (page: Page, name: string) => page.locator(`[data-field="${name}"]`);
 const combo = (page: Page, name: string) => field(page, name).getByRole("combobox");
 const listbox = (page: Page, name: string) => field(page, name).getByRole("listbox");
