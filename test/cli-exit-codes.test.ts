@@ -45,13 +45,15 @@ const rows: Row[] = [
 ];
 
 for (const [name, args, code] of rows) {
-  test(`${name} → exit ${code}`, async () => {
+  const usage = args.includes("--no-such-option") || name.startsWith("unknown command") || name.startsWith("missing argument");
+  // A usage error is refused by the argument parser before the command opens the site: those rows
+  // run side by side (each is a process of its own). The others open the site, one at a time.
+  (usage ? test.concurrent : test)(`${name} → exit ${code}`, async () => {
     const r = await cli(dir, args.map((a) => (a.endsWith(".csv") || a.endsWith(".tar") ? join(dir, a) : a)));
     expect(r.code, r.stderr).toBe(code);
     // commander words usage errors ("error: unknown option …"); resd's own refusals start "resd: ".
-    const usage = args.includes("--no-such-option") || name.startsWith("unknown command") || name.startsWith("missing argument");
     if (code !== 0) expect(r.stderr).toStartWith(usage ? "error: " : "resd: ");
-  });
+  }, 120_000); // side by side, each waits for the others' share of the cores
 }
 
 test("a failure that is not the input's fault (the output cannot be written) exits 1", async () => {
