@@ -34,16 +34,25 @@ function outlet(buffer: number, gone: () => void): { out: Outlet; body: Readable
     },
     { highWaterMark: buffer, size: (chunk) => chunk?.byteLength ?? 0 },
   );
+  let pending: Uint8Array[] = [];
+  let pendingBytes = 0;
   const out: Outlet = {
     write(chunk) {
-      if (!open) return false;
-      controller.enqueue(chunk);
-      return (controller.desiredSize ?? 0) > 0;
+      if (!open) return;
+      pending.push(chunk);
+      pendingBytes += chunk.byteLength;
     },
-    full: () => !open || (controller.desiredSize ?? 0) <= 0,
+    flush() {
+      if (!open || !pending.length) return;
+      controller.enqueue(pending.length === 1 ? pending[0] : Buffer.concat(pending, pendingBytes));
+      pending = [];
+      pendingBytes = 0;
+    },
+    full: () => !open || (controller.desiredSize ?? 0) - pendingBytes <= 0,
     onDrain: (fn) => void (drained = fn),
     end() {
       if (!open) return;
+      out.flush();
       open = false;
       controller.close();
     },
@@ -74,6 +83,7 @@ async function openStream(c: Ctx, hub: Hub | null): Promise<Response> {
   let stream: Stream | null = null;
   const { out, body } = outlet(c.site.config.realtimeBuffer, () => stream && hub.gone(stream));
   out.write(encoder.encode(`retry: ${RETRY_MS}\n\n`));
+  out.flush();
   stream = hub.open({
     principal: p,
     owner: callerKey(c.site, c.request, p) ?? "system",

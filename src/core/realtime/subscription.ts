@@ -19,6 +19,8 @@ export type Subscription = {
   filter: Matcher | null;
   /** The definition it was made with: one changed since makes it anew (see Hub.refresh). */
   def: ResourceDef;
+  /** `[text]` as JSON: how events name it. */
+  named: string;
 };
 
 /** Subscriptions of one stream, at most. */
@@ -57,7 +59,7 @@ export function parseSubscription(site: Site, p: Principal, text: string): Subsc
     const raw = params.get("filter");
     if (raw) filter = filterMatcher(site.store.dialect, def, raw);
   }
-  return { text, resource, uuid: id, filter, def };
+  return { text, resource, uuid: id, filter, def, named: JSON.stringify([text]) };
 }
 
 /** All or nothing: one subscription refused refuses the whole set (with its error). */
