@@ -127,9 +127,13 @@ export async function adminSite(opts: SiteOpts & { serveArgs?: string[] } = {}) 
   const email = "admin@example.com";
   const add = await cli(dir, ["user", "add", email, "--password", "admin-password", "--role", "admin", "--api"], { env: opts.env });
   if (add.code !== 0) throw new Error(`user add failed: ${add.stderr}`);
-  const tok = await cli(dir, ["token", email], { env: opts.env });
-  if (tok.code !== 0) throw new Error(`token failed: ${tok.stderr}`);
-  const server = await serve(dir, { env: opts.env, args: opts.serveArgs });
+  // The token and the server's start-up side by side: both only read the site `user add` made
+  // (its schema, the admin, DIR/.env's signing key), and each is a process of its own.
+  const [tok, server] = await Promise.all([cli(dir, ["token", email], { env: opts.env }), serve(dir, { env: opts.env, args: opts.serveArgs })]);
+  if (tok.code !== 0) {
+    await server.stop();
+    throw new Error(`token failed: ${tok.stderr}`);
+  }
   const token = tok.stdout.trim();
   const api = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
     fetch(server.base + path, {
