@@ -18,6 +18,7 @@ import { adminPageRoutes } from "./admin-pages";
 import { pageRoutes } from "./pages";
 import { gitRoutes } from "./git";
 import { realtimeRoutes } from "./realtime";
+import { mcpRoutes } from "./mcp";
 import type { Hub } from "../core/realtime/hub";
 
 /** `hub`: the server's realtime streams (null: realtime is off). */
@@ -34,6 +35,7 @@ export function createApp(site: Site, hub: Hub | null = null) {
     .use(pageRoutes(site))
     .use(gitRoutes(site))
     .use(realtimeRoutes(site, hub))
+    .use(mcpRoutes(site))
     .use(adminPageRoutes(site))
     .use(recordRoutes(site))
     .use(extensionRoutes(site))

@@ -85,3 +85,30 @@ export async function complete(site: Site, p: Principal, body: Record<string, un
   if (typeof answer.text !== "string") throw new AppError(502, "BAD_GATEWAY", "the AI provider's answer has no `text`");
   return { text: clean(t, answer.text) };
 }
+
+/** Language codes as the tools take them: `en`, `de-CH`. */
+const LANGUAGE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/;
+
+/**
+ * A plain text into other languages (the agents' `translate` tool): for signed-in users with
+ * `create-.ai`, counted against their AI rate like the editors' translation.
+ */
+export async function translateText(site: Site, p: Principal, source: string, from: string, to: string[]): Promise<{ from: string; translations: Record<string, string> }> {
+  if (p.kind !== "user") throw unauthorized("translation needs a signed-in user or a bearer token");
+  authorizeAi(p);
+  const body = { text: source };
+  text(body, "text");
+  const bad = [from, ...to].filter((l) => !LANGUAGE.test(l));
+  if (bad.length) throw badRequest(`not language codes: ${bad.join(", ")}`);
+  const targets = [...new Set(to)].filter((l) => l !== from);
+  if (!targets.length) throw badRequest("`to` must name at least one language other than `from`");
+  requireProvider(site.config, "translation");
+  await takeAiCall(site, p);
+  const answer = await chatJson(site.config, [
+    { role: "system", content: `You translate plain text. Answer with one JSON object whose keys are exactly these language codes: ${targets.join(", ")}; each value is the translation.` },
+    { role: "user", content: `Language of the text: ${from}\n\n${source}` },
+  ]);
+  const missing = targets.filter((l) => typeof answer[l] !== "string");
+  if (missing.length) throw new AppError(502, "BAD_GATEWAY", `the AI provider gave no translation into ${missing.join(", ")}`);
+  return { from, translations: Object.fromEntries(targets.map((l) => [l, answer[l] as string])) };
+}

@@ -19,7 +19,7 @@ export const RESOURCE_NAME = /^\.?[A-Za-z0-9][A-Za-z0-9_-]*$/;
  */
 export const RESERVED_RESOURCE_NAMES: ReadonlySet<string> = new Set([
   ".deleted", ".files", ".files-unused", ".files-usage", ".pages", ".resources", ".system-messages",
-  "agent-chat", "agent-remote", "empty-resource", "git-pull", "git-status", "openai", "openapi", "realtime", "session",
+  "agent-chat", "agent-remote", "empty-resource", "git-pull", "git-status", "mcp", "openai", "openapi", "realtime", "session",
 ]);
 const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 /** Hidden (dot) resources whose history is kept by default (spec: "history" root key). */
