@@ -12,7 +12,7 @@ import { dirname, join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { adminSite, cli, makeSite, serve, type Server } from "./helpers/site";
 import { call } from "./helpers/access";
-import { signedInPage, until } from "./helpers/page-wait";
+import { sessionPage, until } from "./helpers/page-wait";
 import { expectNoAxeViolations } from "./helpers/axe";
 import { def, gitIn } from "./helpers/git";
 
@@ -120,7 +120,7 @@ describe("the dashboard's git card", () => {
   const state = (page: Page) => card(page).locator('[data-git="state"]');
 
   test("behind 1 after a push; Pull takes it, lists the commit and the new resource, which is in the Resources menu at once", async () => {
-    const page = await signedInPage(browser, gitSite.base, "/admin");
+    const page = await sessionPage(browser, gitSite.base, "/admin");
     await until(page, `document.querySelector('[data-git="state"]')?.textContent.includes("Up to date with origin/main")`);
     expect(await card(page).locator('[data-git="branch"]').textContent()).toContain("main");
     expect(await card(page).locator('[data-git="head"]').textContent()).toContain("first: news");
@@ -167,7 +167,7 @@ describe("the dashboard's git card", () => {
     push("news gets a summary", { "resources/news.json": def({ title: { type: "text", required: true }, summary: { type: "textarea" } }) });
     writeFileSync(join(gitSite.dir, "resources/news.json"), def({ title: { type: "text", required: true }, teaser: { type: "text" } }));
     try {
-      const page = await signedInPage(browser, gitSite.base, "/admin");
+      const page = await sessionPage(browser, gitSite.base, "/admin");
       await until(page, `document.querySelector('[data-git="state"]')?.textContent.includes("behind 1")`);
       expect(await card(page).locator('[data-git="changed"]').textContent()).toContain("resources/news.json");
       await card(page).getByRole("button", { name: "Pull" }).click();
@@ -188,7 +188,7 @@ describe("the dashboard's git card", () => {
   });
 
   test("on a phone: the card fits the width", async () => {
-    const page = await signedInPage(browser, gitSite.base, "/admin", { width: 390, height: 844 });
+    const page = await sessionPage(browser, gitSite.base, "/admin", { width: 390, height: 844 });
     await card(page).locator('[data-git="state"]').waitFor();
     await noSidewaysScroll(page);
     await expectNoAxeViolations(page, "the dashboard on a phone");
@@ -210,7 +210,7 @@ describe("the Pages screen", () => {
   const urlsShown = async (page: Page) => (await rows(page).locator("td.page-url").allTextContents()).sort();
 
   test("reached from the Administration menu: route files, the endpoint and record pages, filtered by kind, searched, both in the URL", async () => {
-    const page = await signedInPage(browser, s.base, "/admin");
+    const page = await sessionPage(browser, s.base, "/admin");
     const menu = page.locator('details[data-menu="admin"]');
     await menu.locator("summary").click();
     await menu.getByRole("link", { name: "Site pages" }).click();
@@ -249,7 +249,7 @@ describe("the Pages screen", () => {
 
   test("a route file is edited in a text area and saved to disk; a text the server refuses is shown; history rolls back", async () => {
     const file = join(s.dir, "ext/uri/about/index.tpl");
-    const page = await signedInPage(browser, s.base, "/admin/-/pages?kind=route");
+    const page = await sessionPage(browser, s.base, "/admin/-/pages?kind=route");
     await page.getByRole("link", { name: "/about" }).click();
     await page.waitForURL((u) => /^\/admin\/-\/pages\/[0-9a-f]{32}$/.test(u.pathname));
     const area = page.getByLabel("Text of the route file");
@@ -285,7 +285,7 @@ describe("the Pages screen", () => {
   });
 
   test("a new route file: 409 for a URL that has one; created on disk; deleted and restored", async () => {
-    const page = await signedInPage(browser, s.base, "/admin/-/pages");
+    const page = await sessionPage(browser, s.base, "/admin/-/pages");
     page.on("dialog", (d) => void d.accept());
     await page.getByRole("link", { name: "New route file" }).click();
     await page.waitForURL((u) => u.pathname === "/admin/-/pages/new");
@@ -317,7 +317,7 @@ describe("the Pages screen", () => {
   });
 
   test("on a phone: the list and the editor fit the width", async () => {
-    const page = await signedInPage(browser, s.base, "/admin/-/pages", { width: 390, height: 844 });
+    const page = await sessionPage(browser, s.base, "/admin/-/pages", { width: 390, height: 844 });
     await until(page, `document.querySelectorAll("table.pages-list tbody tr[data-page]").length >= 6`);
     await noSidewaysScroll(page);
     await expectNoAxeViolations(page, "the Pages screen on a phone");
@@ -348,7 +348,7 @@ describe("the html editor's link dialog", () => {
   const stored = async (uuid: string) => (await s.apiJson("GET", `/api/v1/articles/${uuid}`)).body!.articles[uuid] as Record<string, string>;
 
   test("links the selected text to a record page found by part of its title; an empty address removes the link", async () => {
-    const page = await signedInPage(browser, s.base, "/admin/articles/new");
+    const page = await sessionPage(browser, s.base, "/admin/articles/new");
     await page.locator('[data-field="title"] input').fill("Linked article");
     const editor = page.locator('[data-html-field="body"] .html-editor');
     await editor.click();
