@@ -4,7 +4,7 @@
  * delete and restore, users without edit-users, CSV import.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { adminSite } from "./helpers/site";
 import { addUser } from "./helpers/access";
 
@@ -45,7 +45,24 @@ afterAll(async () => {
   await s?.cleanup();
 });
 
+/** Each user's cookies and storage right after their first sign-in through the form. */
+const sessions = new Map<string, Awaited<ReturnType<BrowserContext["storageState"]>>>();
+
+/**
+ * A page at `path` signed in as the user: the first time through the sign-in page the admin sends
+ * an unknown visitor to (and back), later in a new context holding that sign-in's session.
+ */
 async function signedIn(email = "admin@example.com", password = "admin-password", path = "/admin"): Promise<Page> {
+  const kept = sessions.get(email);
+  if (kept) {
+    const context = await browser.newContext({ storageState: kept, viewport: { width: 1200, height: 800 } });
+    const page = await context.newPage();
+    page.on("close", () => void context.close().catch(() => {}));
+    page.on("dialog", (d) => void d.accept());
+    await page.goto(s.base + path);
+    await page.waitForURL((u) => u.pathname === new URL(s.base + path).pathname);
+    return page;
+  }
   const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
   page.on("dialog", (d) => void d.accept());
   await page.goto(s.base + path);
@@ -54,6 +71,7 @@ async function signedIn(email = "admin@example.com", password = "admin-password"
   await page.getByLabel("Password").fill(password);
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.waitForURL((u) => u.pathname === new URL(s.base + path).pathname);
+  sessions.set(email, await page.context().storageState());
   return page;
 }
 
