@@ -44,9 +44,11 @@ function outlet(buffer: number, gone: () => void): { out: Outlet; body: Readable
     },
     flush() {
       if (!open || !pending.length) return;
-      controller.enqueue(pending.length === 1 ? pending[0] : Buffer.concat(pending, pendingBytes));
+      // Taken out first: enqueue may call pull at once, and what it writes is the next piece.
+      const chunk = pending.length === 1 ? pending[0] : Buffer.concat(pending, pendingBytes);
       pending = [];
       pendingBytes = 0;
+      controller.enqueue(chunk);
     },
     full: () => !open || (controller.desiredSize ?? 0) - pendingBytes <= 0,
     onDrain: (fn) => void (drained = fn),

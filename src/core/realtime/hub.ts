@@ -320,11 +320,13 @@ export class Hub {
         let n = 0;
         while (n < this.queue.length && (n === 0 || !ACCOUNTS.has(this.queue[n].change.resource))) n++;
         const turn = this.queue.splice(0, n);
+        // Told before the streams are written: a stream's reader may take what it has at once and
+        // ask for more (catchUp), which must then find this turn's changes told, not still to come.
+        this.told = turn[turn.length - 1].id;
         for (const s of this.streams.values()) {
           for (const e of turn) if (!s.behind && !this.tell(s, e)) s.behind = true;
           s.out.flush();
         }
-        this.told = turn[turn.length - 1].id;
         this.turnMs = performance.now() - t0;
       }
       // A stream behind by more than the window can no longer catch up.
