@@ -66,8 +66,6 @@ type Entry = {
 
 /** The shortest time between two turns of telling the streams (see Hub.schedule). */
 const COALESCE_MS = 20;
-/** Turns are at least this many times as far apart as the last one took (see Hub.schedule). */
-const SPREAD = 10;
 /** An entry keeps its encoded events up to this many times its record's size. */
 const FRAMES_KEPT = 4;
 /** Bytes of records the window keeps at most, besides its count and age. */
@@ -289,18 +287,17 @@ export class Hub {
 
   private pumpTimer: ReturnType<typeof setTimeout> | null = null;
   private lastPump = -Infinity;
-  /** How long the last turn took: turns are spaced so that telling takes a small share of the time. */
-  private turnMs = 0;
   /**
    * Tells what is queued at once when the last turn was a while ago, else when `COALESCE_MS` since
-   * it have passed, or `SPREAD` times as long as it took: what changed meanwhile goes to each stream
-   * as one socket write. Each write costs some microseconds, so a thousand streams told every
-   * change one by one cost the server ~4-9 ms per change; in turns, telling takes at most about a
-   * tenth of its time, however fast changes come (docs/realtime.md, "Measured").
+   * it have passed: what changed meanwhile goes to each stream as one socket write. Each write
+   * costs some microseconds, so a thousand streams told every change one by one cost the server
+   * ~4-9 ms per change; in turns, changes that come faster share their writes. (Spacing turns by
+   * how long the last one took was tried: with 1,000 streams the bursts it made filled every
+   * stream's buffer, and readers fell behind for good; docs/realtime.md, "Measured".)
    */
   private schedule(): void {
     if (this.pumpTimer || this.pumping) return;
-    const wait = Math.max(0, this.lastPump + Math.max(COALESCE_MS, SPREAD * this.turnMs) - performance.now());
+    const wait = Math.max(0, this.lastPump + COALESCE_MS - performance.now());
     this.pumpTimer = setTimeout(() => {
       this.pumpTimer = null;
       this.lastPump = performance.now();
@@ -315,7 +312,6 @@ export class Hub {
       while (this.queue.length) {
         // Whoever may no longer see what follows a change of an account or a role is known first.
         if (ACCOUNTS.has(this.queue[0].change.resource) && this.streams.size) await this.recheck(true);
-        const t0 = performance.now();
         // The changes up to the next one of an account, told as one write per stream.
         let n = 0;
         while (n < this.queue.length && (n === 0 || !ACCOUNTS.has(this.queue[n].change.resource))) n++;
@@ -327,7 +323,6 @@ export class Hub {
           for (const e of turn) if (!s.behind && !this.tell(s, e)) s.behind = true;
           s.out.flush();
         }
-        this.turnMs = performance.now() - t0;
       }
       // A stream behind by more than the window can no longer catch up.
       for (const s of this.streams.values()) if (s.behind && this.entryAfter(s.seen) === "lost") this.lost(s);
@@ -347,12 +342,11 @@ export class Hub {
       if (e === "lost") return this.lost(s);
       if (e === null || e.id > this.told) {
         s.behind = false;
-        return;
+        break;
       }
-      const room = this.tell(s, e);
-      s.out.flush();
-      if (!room) return;
+      if (!this.tell(s, e)) break;
     }
+    s.out.flush();
   }
 
   /**
