@@ -320,6 +320,9 @@ export class Hub {
         // ask for more (catchUp), which must then find this turn's changes told, not still to come.
         this.told = turn[turn.length - 1].id;
         for (const s of this.streams.values()) {
+          // One behind whose reader took what waited goes on from the window here too, should the
+          // stream not have asked (pull) for more.
+          if (s.behind && !s.out.full()) this.catchUp(s);
           for (const e of turn) if (!s.behind && !this.tell(s, e)) s.behind = true;
           s.out.flush();
         }
@@ -470,6 +473,7 @@ export class Hub {
 
   private heartbeat(): void {
     for (const s of this.streams.values()) {
+      if (s.behind && !s.out.full()) this.catchUp(s);
       if (s.behind || s.out.full()) continue;
       s.out.write(PING);
       s.out.flush();
