@@ -20,6 +20,7 @@ import { watchDefinitions, type DefinitionsWatch } from "../core/definitions/wat
 import { removeLeftovers } from "../core/leftovers";
 import { claimPidFile } from "../core/pidfile";
 import { Hub } from "../core/realtime/hub";
+import { loadAgents } from "../core/agents/definitions";
 
 /** Work that must reach a safe point before the database closes (a job worker, an import). */
 export type Drain = () => Promise<void> | void;
@@ -248,6 +249,7 @@ export async function startServer(site: Site, opts: { quiet?: boolean; signals?:
   const stop = () => (stopped ??= shutdown(site, server, drains, upkeep.stop, releasePid));
   if (opts.signals !== false) exitOnSignals(stop);
   for (const [resource, why] of site.refused) logEvent("resource not served", { resource, reason: why }, "error");
+  for (const { file, message } of loadAgents(site).problems) logEvent("agent not offered", { file, reason: message }, "error");
   if (!opts.quiet) logEvent(`resd listening on http://${server.hostname}:${server.port} (site ${site.config.dir})`);
   return { app, server, onDrain: (fn) => void drains.push(fn), stop };
 }

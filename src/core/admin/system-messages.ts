@@ -6,8 +6,9 @@
 import { statfsSync } from "node:fs";
 import { hasPermission, type Principal } from "../access/permissions";
 import type { Site } from "../site";
+import { loadAgents } from "../agents/definitions";
 
-export type SystemMessage = { level: "error" | "warning"; topic: "definitions" | "jobs" | "disk"; text: string; at: number };
+export type SystemMessage = { level: "error" | "warning"; topic: "definitions" | "agents" | "jobs" | "disk"; text: string; at: number };
 
 /** Below either bound the disk is reported. */
 const DISK_MIN_FREE_BYTES = 1024 ** 3;
@@ -19,6 +20,9 @@ export async function systemMessages(site: Site, p: Principal): Promise<SystemMe
   const now = Date.now();
   if (site.reloadFailure) {
     out.push({ level: "error", topic: "definitions", at: site.reloadFailure.at, text: `resources/ was changed but not loaded; the previous definitions stay in force: ${site.reloadFailure.message}` });
+  }
+  for (const { file, message } of loadAgents(site).problems) {
+    out.push({ level: "error", topic: "agents", at: now, text: `${file} is not a valid agent and is not offered: ${message}` });
   }
   const dead = await site.store.jobs.list({ state: "dead", limit: 100 });
   if (dead.length) {
