@@ -17,7 +17,8 @@ export RESD_TEST_POSTGRES_URL
 
 # Left out of the second run, to keep CI near a quarter of an hour:
 # - tests that never open a site: unit tests, the SQLite store's own, the binary build, the house rules;
-# - the tests that bring their own PostgreSQL database (scale-out, transfer-migrate-store);
+# - the tests that bring their own PostgreSQL database (scale-out, transfer-migrate-store,
+#   realtime-instances: two servers on one database of their own);
 # - transfer-worker, whose subject is the import's reading worker on a SQLite snapshot (PostgreSQL
 #   imports read on one thread, which the other import tests cover);
 # - tests of what lies in front of the store: the admin pages in a browser (their API calls are
