@@ -17,6 +17,12 @@ import { json } from "./envelope";
 const RETRY_MS = 2000;
 const encoder = new TextEncoder();
 
+/** The hub, or 503 on a server whose realtime is off. */
+function served(hub: Hub | null): Hub {
+  if (!hub) throw new AppError(503, "SERVICE_UNAVAILABLE", "realtime is off on this server (RESD_REALTIME_MAX_STREAMS=0)");
+  return hub;
+}
+
 /** A ReadableStream of the events, bounded to `buffer` bytes waiting for the reader. */
 function outlet(buffer: number, gone: () => void): { out: Outlet; body: ReadableStream<Uint8Array> } {
   let controller!: ReadableStreamDefaultController<Uint8Array>;
@@ -72,9 +78,9 @@ function probeOf(request: Request): Request {
   return new Request(request.url, { headers });
 }
 
-async function openStream(c: Ctx, hub: Hub | null): Promise<Response> {
+async function openStream(c: Ctx, maybe: Hub | null): Promise<Response> {
   if (c.request.method !== "GET") throw methodNotAllowed("GET");
-  if (!hub) throw new AppError(503, "SERVICE_UNAVAILABLE", "realtime is off on this server (RESD_REALTIME_MAX_STREAMS=0)");
+  const hub = served(maybe);
   const p = await c.principal();
   // A page of another site cannot read the stream (no CORS with credentials), but it would use up
   // the user's streams and keep the session in use: a session's stream is for this site's pages.
@@ -104,12 +110,12 @@ async function openStream(c: Ctx, hub: Hub | null): Promise<Response> {
 
 async function resubscribe(c: Ctx, hub: Hub | null, clientId: string): Promise<Response> {
   if (c.request.method !== "POST") throw methodNotAllowed("POST");
-  if (!hub) throw new AppError(503, "SERVICE_UNAVAILABLE", "realtime is off on this server (RESD_REALTIME_MAX_STREAMS=0)");
+  served(hub);
   const body = await c.json();
   const raw = body && typeof body === "object" && !Array.isArray(body) ? (body as { subscribe?: unknown }).subscribe : undefined;
   const texts = typeof raw === "string" ? [raw] : Array.isArray(raw) && raw.every((t) => typeof t === "string") ? (raw as string[]) : null;
   if (texts === null) throw badRequest('the body must be {"subscribe": ["notes", "tasks/<uuid>", "notes?filter=…"]}');
-  const s = hub.resubscribe(clientId, await c.principal(), splitSubscribe(texts));
+  const s = served(hub).resubscribe(clientId, await c.principal(), splitSubscribe(texts));
   return json(200, { client_id: s.id, subscriptions: s.subscriptions.map((x) => x.text) }, c.t0);
 }
 

@@ -51,20 +51,29 @@ export async function translate(site: Site, p: Principal, body: Record<string, u
   requireProvider(site.config, "translation");
   await takeAiCall(site, p);
   const guide = t.def.raw.ai_prompts?.[t.name];
+  const answer = await askTranslations(site, [
+    `You translate the field "${t.name}" of the resource "${t.def.name}". The text is ${kindOf(t.field)}.`,
+    guide ? `Instructions for this field: ${guide}` : "",
+  ], from, to, source);
+  const translations: Record<string, string> = {};
+  for (const l of to) translations[l] = clean(t, answer[l]);
+  return { from, translations };
+}
+
+/** The provider's translations of `source` into each of `to`; 502 when one is missing. */
+async function askTranslations(site: Site, about: string[], from: string, to: string[], source: string): Promise<Record<string, string>> {
   const msgs: Message[] = [
     { role: "system", content: [
-      `You translate the field "${t.name}" of the resource "${t.def.name}". The text is ${kindOf(t.field)}.`,
+      about[0],
       `Answer with one JSON object whose keys are exactly these language codes: ${to.join(", ")}; each value is the translation.`,
-      guide ? `Instructions for this field: ${guide}` : "",
+      ...about.slice(1),
     ].filter(Boolean).join("\n") },
     { role: "user", content: `Language of the text: ${from}\n\n${source}` },
   ];
   const answer = await chatJson(site.config, msgs);
   const missing = to.filter((l) => typeof answer[l] !== "string");
   if (missing.length) throw new AppError(502, "BAD_GATEWAY", `the AI provider gave no translation into ${missing.join(", ")}`);
-  const translations: Record<string, string> = {};
-  for (const l of to) translations[l] = clean(t, answer[l]);
-  return { from, translations };
+  return Object.fromEntries(to.map((l) => [l, answer[l] as string]));
 }
 
 export async function complete(site: Site, p: Principal, body: Record<string, unknown>): Promise<{ text: string }> {
@@ -96,19 +105,12 @@ const LANGUAGE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/;
 export async function translateText(site: Site, p: Principal, source: string, from: string, to: string[]): Promise<{ from: string; translations: Record<string, string> }> {
   if (p.kind !== "user") throw unauthorized("translation needs a signed-in user or a bearer token");
   authorizeAi(p);
-  const body = { text: source };
-  text(body, "text");
+  text({ text: source }, "text");
   const bad = [from, ...to].filter((l) => !LANGUAGE.test(l));
   if (bad.length) throw badRequest(`not language codes: ${bad.join(", ")}`);
   const targets = [...new Set(to)].filter((l) => l !== from);
   if (!targets.length) throw badRequest("`to` must name at least one language other than `from`");
   requireProvider(site.config, "translation");
   await takeAiCall(site, p);
-  const answer = await chatJson(site.config, [
-    { role: "system", content: `You translate plain text. Answer with one JSON object whose keys are exactly these language codes: ${targets.join(", ")}; each value is the translation.` },
-    { role: "user", content: `Language of the text: ${from}\n\n${source}` },
-  ]);
-  const missing = targets.filter((l) => typeof answer[l] !== "string");
-  if (missing.length) throw new AppError(502, "BAD_GATEWAY", `the AI provider gave no translation into ${missing.join(", ")}`);
-  return { from, translations: Object.fromEntries(targets.map((l) => [l, answer[l] as string])) };
+  return { from, translations: await askTranslations(site, ["You translate plain text."], from, targets, source) };
 }

@@ -18,7 +18,7 @@
 import { randomBytes } from "node:crypto";
 import { can, type Principal } from "../access/permissions";
 import { AppError, notFound } from "../errors";
-import { publicRecord } from "../records/output";
+import { publicRecord, quote } from "../records/output";
 import type { ResourceDef } from "../definitions/types";
 import type { Change, Site } from "../site";
 import { parseSubscription, parseSubscriptions, type Subscription } from "./subscription";
@@ -100,7 +100,6 @@ export type HubOptions = {
 export type CloseReason = "SLOW_READER" | "UNAUTHORIZED" | "SHUTDOWN";
 
 const ACCOUNTS = new Set(["users", "roles"]);
-const quote = (s: string | null) => JSON.stringify(s);
 const encoder = new TextEncoder();
 const frame = (sseId: string, event: string, data: string) => encoder.encode(`id: ${sseId}\nevent: ${event}\ndata: ${data}\n\n`);
 const PING = encoder.encode(": ping\n\n");
@@ -160,10 +159,6 @@ export class Hub {
     for (const s of [...this.streams.values()]) this.close(s, "SHUTDOWN");
   }
 
-  get size(): number {
-    return this.streams.size;
-  }
-
   /** Opens a stream: checks the bounds, says `connect` (and `reset` or what was missed when resuming). */
   open(req: StreamRequest): Stream {
     if (this.streams.size >= this.opts.maxStreams) {
@@ -187,7 +182,6 @@ export class Hub {
     };
     this.streams.set(s.id, s);
     this.perOwner.set(req.owner, mine + 1);
-
     this.watch(s.subscriptions);
     const resumed = req.lastEventId === null ? null : this.resumeFrom(req.lastEventId);
     // A resumed stream's events so far carry the id it resumes from: should it break again while
@@ -363,12 +357,12 @@ export class Hub {
     s.seen = e.id;
     this.refresh(s);
     const c = e.change;
-    if (c.action !== "bulk" && !this.current(e)) return true;
+    if (!this.current(e)) return true;
     const subs = s.subscriptions;
     // Most streams have one subscription: told without gathering ways.
     if (subs.length === 1) {
       const way = this.way(s.principal, subs[0], c);
-      if (way) this.tellOnce(s, e, way, subs[0].named);
+      if (way) this.tellOnce(s, e, way, subs[0].text, subs[0].named);
       return !s.out.full();
     }
     const ways = new Map<string, string[]>();
@@ -376,7 +370,7 @@ export class Hub {
       const way = this.way(s.principal, sub, c);
       if (way) ways.get(way)?.push(sub.text) ?? ways.set(way, [sub.text]);
     }
-    for (const [way, texts] of ways) this.tellOnce(s, e, way, JSON.stringify(texts));
+    for (const [way, texts] of ways) this.tellOnce(s, e, way, texts[0], JSON.stringify(texts));
     return !s.out.full();
   }
 
@@ -394,15 +388,15 @@ export class Hub {
 
   /**
    * One event of a change, built and encoded once for every stream whose subscriptions see it the
-   * same way (`texts`: their texts as a JSON array); kept with the change up to a few times its
+   * same way (`first`, and `texts`: all their texts as a JSON array); kept with the change up to a few times its
    * record's size (distinct filters of many streams are built each time rather than kept).
    */
-  private tellOnce(s: Stream, e: Entry, way: string, texts: string): void {
+  private tellOnce(s: Stream, e: Entry, way: string, first: string, texts: string): void {
     const key = `${way} ${texts}`;
     let bytes = e.frames?.get(key);
     if (!bytes) {
       const c = e.change;
-      const named = `"subscription":${JSON.stringify((JSON.parse(texts) as string[])[0])},"subscriptions":${texts}`;
+      const named = `"subscription":${JSON.stringify(first)},"subscriptions":${texts}`;
       const action = c.action === "bulk" ? "bulk" : way;
       const data = c.action === "bulk"
         ? `{"id":${e.id},"action":"bulk","resource":${quote(c.resource)},"count":${way === "bulk" ? (c.count ?? "null") : "null"},${named}}`

@@ -182,15 +182,16 @@ export type Expect = (current: StoredRecord) => boolean;
  * 412 unless `expect` holds for `current`. A missing record fulfils no precondition, yet where a
  * write without one answers 404 (no upsert), 404 comes first (RFC 9110 13.2.1): the caller throws it.
  */
+function failedPrecondition(def: ResourceDef, uuid: string, current: StoredRecord | null, expect: Expect): AppError | null {
+  if (!current) return def.upsert ? new AppError(412, "PRECONDITION_FAILED", `${def.name}/${uuid} does not exist; nothing was written`) : null;
+  if (expect(current)) return null;
+  return new AppError(412, "PRECONDITION_FAILED", `${def.name}/${uuid} has changed since the version the request names; nothing was written`,
+    { _modified: current._modified, _modified_by: current._modified_by });
+}
+
 function mustHold(def: ResourceDef, uuid: string, current: StoredRecord | null, expect: Expect): void {
-  if (!current) {
-    if (def.upsert) throw new AppError(412, "PRECONDITION_FAILED", `${def.name}/${uuid} does not exist; nothing was written`);
-    return;
-  }
-  if (!expect(current)) {
-    throw new AppError(412, "PRECONDITION_FAILED", `${def.name}/${uuid} has changed since the version the request names; nothing was written`,
-      { _modified: current._modified, _modified_by: current._modified_by });
-  }
+  const failed = failedPrecondition(def, uuid, current, expect);
+  if (failed) throw failed;
 }
 
 async function applyUpdate(site: Site, tx: StoreTx, def: ResourceDef, u: Prepared, p: Principal, expect?: Expect): Promise<StoredRecord> {
@@ -208,12 +209,8 @@ export async function updateRecord(site: Site, p: Principal, resource: string, u
   // Also before the values are prepared: a stale write answers 412 rather than 422 (RFC 9110 13.2.1)
   // and hashes no password. The check that counts is the one in the transaction; this read may come
   // from the cache, a moment behind another instance's commit, so a transaction's read confirms a 412.
-  if (expect) {
-    try {
-      mustHold(def, uuid, await site.store.get(resource, uuid), expect);
-    } catch {
-      await site.store.transaction(async (tx) => mustHold(def, uuid, await tx.get(resource, uuid), expect));
-    }
+  if (expect && failedPrecondition(def, uuid, await site.store.get(resource, uuid), expect)) {
+    await site.store.transaction(async (tx) => mustHold(def, uuid, await tx.get(resource, uuid), expect));
   }
   const u = await prepareUpdate(site, def, uuid, input);
   if (u.create) authorize(p, resource, "create");
