@@ -65,7 +65,7 @@ describe("runAgent", () => {
     );
     let streamed = "";
     const steps: Step[] = [];
-    const r = await runAgent(site, agent, actor, [{ role: "user", content: "Mark the new notes as done" }], bounds, { text: (d) => (streamed += d), step: (s) => steps.push(s) });
+    const r = await runAgent(site, agent, actor, [{ role: "user", content: "Mark the new notes as done" }], bounds, { text: (d) => (streamed += d), step: (s) => void steps.push(s) });
     expect(r.text).toBe("I marked the note Draft as done.");
     expect(streamed).toBe(r.text);
     expect(r.steps.map((s) => s.summary)).toEqual([expect.stringMatching(/^listed \d+ of \d+ notes$/), `updated notes/${uuid}`]);

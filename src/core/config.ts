@@ -55,6 +55,20 @@ export function maskUrl(url: string): string {
   const colon = userinfo.indexOf(":");
   return colon < 0 ? query : `${scheme}${userinfo.slice(0, colon)}:***${rest.slice(at)}`;
 }
+/** `id=https://user:password@home,…`: each id an agent id, each URL http(s) with a host. */
+const agentRemotes = (raw: string) => {
+  if (raw.trim() === "") return "";
+  for (const entry of raw.split(",")) {
+    const m = /^\s*([a-z0-9][a-z0-9_-]{0,62})=(https?:\/\/\S+)\s*$/.exec(entry);
+    if (!m) return undefined;
+    try {
+      if (!new URL(m[2]).hostname) return undefined;
+    } catch {
+      return undefined;
+    }
+  }
+  return raw.trim();
+};
 const oneOf = <T extends string>(...values: T[]) => (raw: string) => (values as string[]).includes(raw) ? (raw as T) : undefined;
 
 /** SQLite caps mmap_size at this (its SQLITE_MAX_MMAP_SIZE on Linux); a larger setting would silently be less. */
@@ -107,6 +121,11 @@ export const SETTINGS = {
   realtimeWindow: { env: "RESD_REALTIME_WINDOW", default: 10_000, parse: int(0, 1_000_000), help: "events kept for a realtime client that reconnects with Last-Event-ID (also at most five minutes); older ones get a `reset` event" } as Spec<number>,
   realtimeBulk: { env: "RESD_REALTIME_BULK", default: 100, parse: int(1, 100_000), help: "changes of one resource in one write (a bulk PUT, an import) told one by one; above it one `bulk` event is sent instead" } as Spec<number>,
   realtimeHeartbeat: { env: "RESD_REALTIME_HEARTBEAT", default: 20, parse: int(1, 3600), help: "seconds between the comment lines that keep an idle realtime stream open through proxies" } as Spec<number>,
+  agentSteps: { env: "RESD_AGENT_STEPS", default: 12, parse: int(1, 200), help: "tool calls one agent run may make; past it the run stops and says so" } as Spec<number>,
+  agentToolAnswer: { env: "RESD_AGENT_TOOL_ANSWER", default: 16_000, parse: int(200, 1_000_000), help: "characters of one tool answer an agent's model reads; longer answers are cut, and the model is told to ask for less" } as Spec<number>,
+  agentMessages: { env: "RESD_AGENT_MESSAGES", default: 200, parse: int(2, 100_000), help: "messages kept per agent conversation (older ones are dropped; the model reads the last 60)" } as Spec<number>,
+  agentRunTimeout: { env: "RESD_AGENT_RUN_TIMEOUT", default: 600, parse: int(5, 86_400), help: "seconds an agent run (or another site's agent, agent-remote) may take before it is shown as failed" } as Spec<number>,
+  agentRemotes: { env: "RESD_AGENT_REMOTES", default: "", parse: agentRemotes, mask: (v: string) => v.split(",").map((e) => e.replace(/=(.*)$/, (_, url: string) => `=${maskUrl(url)}`)).join(","), help: "agents whose home is another resd site: id=https://user:password@home,… (the home user's e-mail, percent-encoded, and password; that user needs chat-<id> and agent-remote there)" } as Spec<string>,
   sitemapMaxUrls: { env: "RESD_SITEMAP_MAX_URLS", default: 50_000, parse: int(1, 50_000), help: "URLs per sitemap file; above it /sitemap.xml becomes a sitemap index" } as Spec<number>,
 } as const;
 

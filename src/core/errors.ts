@@ -11,6 +11,8 @@ export type MessageCode =
   | "RESOURCE_NOT_FOUND"
   | "METHOD_NOT_ALLOWED"
   | "RESOURCE_EXISTS"
+  /** 409 for a state conflict that is no existing record (the spec lists CONFLICT for 409 too). */
+  | "CONFLICT"
   | "PRECONDITION_FAILED"
   | "REQUEST_TIMEOUT"
   | "UPLOAD_TOO_LARGE"

@@ -19,6 +19,7 @@ import { pageRoutes } from "./pages";
 import { gitRoutes } from "./git";
 import { realtimeRoutes } from "./realtime";
 import { mcpRoutes } from "./mcp";
+import { agentRoutes } from "./agents";
 import type { Hub } from "../core/realtime/hub";
 
 /** `hub`: the server's realtime streams (null: realtime is off). */
@@ -36,6 +37,7 @@ export function createApp(site: Site, hub: Hub | null = null) {
     .use(gitRoutes(site))
     .use(realtimeRoutes(site, hub))
     .use(mcpRoutes(site))
+    .use(agentRoutes(site))
     .use(adminPageRoutes(site))
     .use(recordRoutes(site))
     .use(extensionRoutes(site))

@@ -231,6 +231,11 @@ export async function startServer(site: Site, opts: { quiet?: boolean; signals?:
             server.timeout(request, 0);
             return afterDefinitions(definitions, resourceOf, all)(request);
           },
+          // So does a conversation's `events` stream while an agent works.
+          "/api/v1/agent-chat": (request: Request) => {
+            if (new URL(request.url).searchParams.get("operation") === "events") server.timeout(request, 0);
+            return afterDefinitions(definitions, resourceOf, all)(request);
+          },
         },
         fetch: afterDefinitions(definitions, resourceOf, all),
       }),

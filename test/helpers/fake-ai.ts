@@ -8,8 +8,8 @@ import type { Server } from "bun";
 export type ToolCall = { name: string; arguments: Record<string, unknown> | string };
 /** One reply: text, tool calls, an HTTP error, or a function of the request that gives one. */
 export type Reply =
-  | { text: string }
-  | { tools: ToolCall[] }
+  | { text: string; pause?: Promise<unknown> }
+  | { tools: ToolCall[]; pause?: Promise<unknown> }
   | { status: number }
   | ((request: ChatRequest) => Reply);
 
@@ -35,7 +35,7 @@ const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
   `data: ${JSON.stringify({ id: "chatcmpl-fake", object: "chat.completion.chunk", created: 0, model: "fake", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
 
 /** Text in pieces of a few characters, as a provider streams it. */
-function streamed(reply: { text: string } | { tools: ToolCall[] }): string {
+function streamed(reply: { text: string } | { tools: ToolCall[] }): string[] {
   const parts: string[] = [chunk({ role: "assistant", content: "" })];
   if ("text" in reply) {
     for (let i = 0; i < reply.text.length; i += 4) parts.push(chunk({ content: reply.text.slice(i, i + 4) }));
@@ -50,7 +50,7 @@ function streamed(reply: { text: string } | { tools: ToolCall[] }): string {
     parts.push(chunk({}, "tool_calls"));
   }
   parts.push("data: [DONE]\n\n");
-  return parts.join("");
+  return parts;
 }
 
 function whole(reply: { text: string } | { tools: ToolCall[] }): Record<string, unknown> {
@@ -73,7 +73,22 @@ export function fakeAi(): FakeAi {
       let reply = replies.shift() ?? { status: 500 };
       while (typeof reply === "function") reply = reply(body);
       if ("status" in reply) return Response.json({ error: { message: "scripted failure" } }, { status: reply.status });
-      if (body.stream) return new Response(streamed(reply), { headers: { "content-type": "text/event-stream" } });
+      if (body.stream) {
+        const parts = streamed(reply);
+        const pause = reply.pause;
+        if (!pause) return new Response(parts.join(""), { headers: { "content-type": "text/event-stream" } });
+        // `pause`: the first pieces now, the rest once it resolves (a provider in the middle of an answer).
+        const enc = new TextEncoder();
+        const stream = new ReadableStream<Uint8Array>({
+          async start(controller) {
+            controller.enqueue(enc.encode(parts.slice(0, 2).join("")));
+            await pause;
+            controller.enqueue(enc.encode(parts.slice(2).join("")));
+            controller.close();
+          },
+        });
+        return new Response(stream, { headers: { "content-type": "text/event-stream" } });
+      }
       return Response.json(whole(reply));
     },
   });

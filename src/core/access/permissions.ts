@@ -20,6 +20,8 @@ export type Principal = {
   permissions: ReadonlySet<string>;
   /** Authenticated by the session cookie (writes from another origin are refused). */
   viaSession?: boolean;
+  /** An AI agent acting for this user (core/agents): its writes are in history as made through it. */
+  agent?: string;
   /** The site's resource names: they settle what an ambiguous legacy name means (see below). */
   resources?: KnownResources;
 };

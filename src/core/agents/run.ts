@@ -24,25 +24,32 @@ export type Agent = {
 
 export type ChatMessage = { role: "user" | "assistant"; content: string };
 /** One tool call of a run, as the chat shows it. */
-export type Step = { tool: string; arguments: Record<string, unknown>; ok: boolean; summary: string; resource?: string; uuid?: string };
-export type RunBounds = { maxSteps: number; toolAnswerChars: number };
-export type RunEvents = { text?(delta: string): void; step?(step: Step): void };
+/** `at`: when it ran (ms since the epoch). */
+export type Step = { tool: string; arguments: Record<string, unknown>; ok: boolean; summary: string; resource?: string; uuid?: string; at?: number };
+/**
+ * `readOnly`: no write tools, whatever the asker holds (another site asked without may_act).
+ * `interrupted`: tool calls an earlier attempt of this run made before it was cut off (a restart):
+ * the model is told, so that it does not make them twice.
+ */
+export type RunBounds = { maxSteps: number; toolAnswerChars: number; readOnly?: boolean; interrupted?: Step[] };
+export type RunEvents = { text?(delta: string): void; step?(step: Step): void | Promise<void> };
 export type RunResult = { text: string; steps: Step[]; stopped: boolean };
 
 type Call = { id: string; name: string; arguments: string };
 
 /** The tools of this agent for this asker: the asker's (writes only with agent-act), narrowed by the agent's list. */
-export function agentTools(agent: Agent, asker: Principal): Tool[] {
-  return toolsFor(asker).filter((t) => !agent.tools || agent.tools.includes(t.name));
+export function agentTools(agent: Agent, asker: Principal, readOnly = false): Tool[] {
+  return toolsFor(asker).filter((t) => (!agent.tools || agent.tools.includes(t.name)) && !(readOnly && t.writes));
 }
 
-function systemPrompt(site: Site, agent: Agent, asker: Principal, tools: Tool[]): string {
+function systemPrompt(site: Site, agent: Agent, asker: Principal, tools: Tool[], interrupted: Step[]): string {
   const writes = tools.some((t) => t.writes);
   return [
     agent.instructions,
     `You work on the site ${site.config.publicUrl || "of this resd server"} for ${asker.email ?? "a user"}, with their rights: a tool that answers an error was refused, say so rather than retry it the same way.`,
     writes ? "You may change records with the write tools; say what you changed." : "You may only read: you cannot change records for this user (they lack agent-act).",
     agent.resources ? `You may touch only these resources: ${agent.resources.join(", ")}.` : "",
+    interrupted.length ? `An earlier attempt at this answer was cut off (the server restarted) after these tool calls, whose effects stand; do not repeat the writes among them:\n${interrupted.map((s) => `- ${s.tool} ${JSON.stringify(s.arguments)}: ${s.summary}`).join("\n")}` : "",
   ].filter(Boolean).join("\n\n");
 }
 
@@ -83,9 +90,9 @@ async function readStream(stream: AsyncIterable<OpenAI.Chat.Completions.ChatComp
 }
 
 export async function runAgent(site: Site, agent: Agent, asker: Principal, conversation: ChatMessage[], bounds: RunBounds, events: RunEvents = {}): Promise<RunResult> {
-  const tools = agentTools(agent, asker);
+  const tools = agentTools(agent, asker, bounds.readOnly);
   const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [
-    { role: "system", content: systemPrompt(site, agent, asker, tools) },
+    { role: "system", content: systemPrompt(site, agent, asker, tools, bounds.interrupted ?? []) },
     ...conversation.map((m) => ({ role: m.role, content: m.content })),
   ];
   const offered = tools.map((t) => ({ type: "function" as const, function: { name: t.name, description: t.description, parameters: t.parameters } }));
@@ -114,17 +121,19 @@ export async function runAgent(site: Site, agent: Agent, asker: Principal, conve
         args = parsed as Record<string, unknown>;
         result = agent.resources && typeof args.resource === "string" && !agent.resources.includes(args.resource)
           ? { ok: false, error: { status: 403, message: "ACCESS_DENIED", details: `agent ${agent.id} may touch only ${agent.resources.join(", ")}` } }
-          : await callTool({ site, p: asker }, call.name, args);
+          : !tools.some((t) => t.name === call.name)
+            ? { ok: false, error: { status: 403, message: "ACCESS_DENIED", details: `the tool ${call.name} is not offered to this run` } }
+            : await callTool({ site, p: asker }, call.name, args);
       } catch (e) {
         if (!(e instanceof SyntaxError)) throw e;
         result = { ok: false, error: { status: 400, message: "INVALID_DATA", details: "the arguments are not a JSON object" } };
       }
-      const step: Step = { tool: call.name, arguments: args, ok: result.ok, summary: summary(call.name, args, result) };
+      const step: Step = { tool: call.name, arguments: args, ok: result.ok, summary: summary(call.name, args, result), at: Date.now() };
       if (typeof args.resource === "string") step.resource = args.resource;
       const uuid = result.ok && result.result && typeof (result.result as { uuid?: unknown }).uuid === "string" ? (result.result as { uuid: string }).uuid : args.uuid;
       if (typeof uuid === "string") step.uuid = uuid;
       steps.push(step);
-      events.step?.(step);
+      await events.step?.(step);
       messages.push({ role: "tool", tool_call_id: call.id, content: forModel(result, bounds.toolAnswerChars) });
     }
   }

@@ -43,6 +43,17 @@ export const BUILTIN: Record<string, DefinitionFile & { internal?: boolean }> = 
       orientation: { type: "text", name: "Orientation" },
     },
   },
+  // The agents' conversations (core/agents/conversations.ts): written by that module alone, read
+  // through agent-chat by their owner; never served by the record API.
+  ".agent_conversations": {
+    internal: true,
+    history: false,
+    index: ["owner"],
+    fields: {
+      owner: { type: "text", name: "Owner" },
+      title: { type: "text", name: "Title" },
+    },
+  },
 };
 
 /** Merges a site file into a built-in definition: the file's fields and keys win, built-in fields stay. */

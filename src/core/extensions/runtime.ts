@@ -10,6 +10,7 @@ import { createWorker, type Worker } from "../jobs/worker";
 import { checkSitemap } from "../sitemap/build";
 import { eventListener } from "./events";
 import { loadExtensions } from "./load";
+import { AGENT_RUN_JOB, agentRunHandler } from "../agents/job";
 
 const workers = new WeakMap<Site, Worker>();
 
@@ -27,7 +28,9 @@ export async function startHooks(site: Site): Promise<void> {
     }
   }
   site.listeners.push(eventListener(site, registry));
-  const worker = createWorker(site, (type) => registry.jobs.get(type)?.handler);
+  // Built-in job types come first: an extension cannot take over the agents' runs.
+  const agentRuns = agentRunHandler(site);
+  const worker = createWorker(site, (type) => (type === AGENT_RUN_JOB ? agentRuns : registry.jobs.get(type)?.handler));
   workers.set(site, worker);
   worker.start();
 }

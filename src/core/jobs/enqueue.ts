@@ -52,6 +52,9 @@ export function onJobQueued(site: Site, fn: () => void): () => void {
   return () => set.delete(fn);
 }
 
+/** Wakes this process's idle workers after a commit that queued jobs outside a record write (agent runs). */
+export const wakeWorkers = (site: Site) => wakers.get(site)?.forEach((fn) => fn());
+
 /** The txHook installed on every site (HTTP, CLI import…): queues the write's `job:` entries. */
 export function queueJobsHook(site: Site): TxHook {
   return {
@@ -62,7 +65,7 @@ export function queueJobsHook(site: Site): TxHook {
       const payload = JSON.stringify(e);
       const now = Date.now();
       for (const type of jobs) await tx.enqueueJob({ type, resource: e.resource, action: e.action, uuid: e.uuid, payload, run_at: now });
-      tx.afterCommit(() => wakers.get(site)?.forEach((fn) => fn()));
+      tx.afterCommit(() => wakeWorkers(site));
     },
   };
 }

@@ -17,6 +17,8 @@ export type JobContext = WriteEvent & {
   maxAttempts: number;
   /** When the job was queued (ms since the epoch). */
   queued: number;
+  /** The job's payload as queued (JSON text): the write event, or what a built-in job type queued. */
+  payload: string;
 };
 export type JobHandler = (job: JobContext) => unknown;
 
@@ -68,7 +70,7 @@ export function createWorker(site: Site, handlerFor: (type: string) => JobHandle
       const handler = handlerFor(job.type);
       if (!handler) throw new Error(`no handler is registered for job type "${job.type}"`);
       const event = JSON.parse(job.payload) as WriteEvent;
-      await handler({ ...event, id: job.id, type: job.type, attempt: job.attempts, maxAttempts: cfg.jobAttempts, queued: job.created });
+      await handler({ ...event, payload: job.payload, id: job.id, type: job.type, attempt: job.attempts, maxAttempts: cfg.jobAttempts, queued: job.created });
       clearInterval(beat);
       await q.complete(job.id, job.lease, Date.now());
     } catch (e) {

@@ -84,7 +84,8 @@ function event(def: ResourceDef, action: WriteEvent["action"], row: StoredRecord
   };
 }
 
-type Write = { action: WriteEvent["action"]; row: StoredRecord; previous: StoredRecord | null; user: string | null; data?: Values };
+/** `agent`: the AI agent that writes for `user` (core/agents), named in the history entry. */
+type Write = { action: WriteEvent["action"]; row: StoredRecord; previous: StoredRecord | null; user: string | null; agent?: string; data?: Values };
 
 /** The change realtime subscribers are told: the record as the API returns it, before and after. */
 function change(def: ResourceDef, w: Write, history: "create" | "update" | "delete" | "restore"): Change {
@@ -107,7 +108,7 @@ function change(def: ResourceDef, w: Write, history: "create" | "update" | "dele
 async function afterWrite(site: Site, tx: StoreTx, def: ResourceDef, w: Write, history: "create" | "update" | "delete" | "restore") {
   if (def.history && history !== "create") {
     if (w.previous) await tx.addCreationIfMissing(def.name, w.previous);
-    await tx.addHistory({ resource: def.name, uuid: w.row.uuid, action: history, at: Date.now(), user: w.user, data: w.row.data, _created: w.row._created });
+    await tx.addHistory({ resource: def.name, uuid: w.row.uuid, action: history, at: Date.now(), user: w.user, data: w.row.data, _created: w.row._created, via: w.agent ?? null });
   }
   if (site.feed.on) site.feed.add(tx, def.name, () => change(def, w, history));
   // The event is built only for whoever receives it: an import has usually nobody.
@@ -133,7 +134,7 @@ async function insertPrepared(site: Site, tx: StoreTx, def: ResourceDef, uuid: s
   const now = nowSec();
   const row: StoredRecord = { uuid, data: JSON.stringify(values), _created: created ?? now, _modified: now, _created_by: user, _modified_by: user };
   await tx.insert(def.name, row);
-  await afterWrite(site, tx, def, { action: "create", row, previous: null, user, data: values }, history);
+  await afterWrite(site, tx, def, { action: "create", row, previous: null, user, agent: by.p.agent, data: values }, history);
   return row;
 }
 
@@ -144,7 +145,7 @@ async function updatePrepared(site: Site, tx: StoreTx, def: ResourceDef, existin
   const user = by.p.uuid;
   const row: StoredRecord = { ...existing, data: JSON.stringify(data), _modified: nowSec(), _modified_by: user };
   await tx.update(def.name, row);
-  await afterWrite(site, tx, def, { action: "update", row, previous: existing, user, data }, history);
+  await afterWrite(site, tx, def, { action: "update", row, previous: existing, user, agent: by.p.agent, data }, history);
   return row;
 }
 
@@ -281,7 +282,8 @@ export async function deleteAllRecords(site: Site, p: Principal, resource: strin
   });
 }
 
-export type HistoryView = { id: number; action: string; at: number; user: string | null; uuid?: string; record: Record<string, unknown> };
+/** `via`: the AI agent that made the change for `user`, when one did. */
+export type HistoryView = { id: number; action: string; at: number; user: string | null; via?: string; uuid?: string; record: Record<string, unknown> };
 
 /**
  * A record's history, oldest first. A record never changed since its creation has no stored entry:
@@ -301,7 +303,7 @@ export async function recordHistory(site: Site, p: Principal, resource: string, 
   authorize(p, resource, "view", uuid);
   const entries = await historyOf(site, def, uuid);
   if (!entries.length && !(await site.store.get(resource, uuid))) throw notFound(`${resource}/${uuid} has no record and no history`);
-  return entries.map((e) => ({ id: e.id, action: e.action, at: e.at, user: e.user, record: visibleData(def, JSON.parse(e.data)) }));
+  return entries.map((e) => ({ id: e.id, action: e.action, at: e.at, user: e.user, ...(e.via ? { via: e.via } : {}), record: visibleData(def, JSON.parse(e.data)) }));
 }
 
 /** Records of a resource deleted within the restore window and not restored since, newest first. */
@@ -309,7 +311,7 @@ export async function deletedRecords(site: Site, p: Principal, resource: string,
   const def = site.resource(resource);
   authorize(p, resource, "view");
   const entries = await site.store.deleted(resource, Date.now() - HISTORY_WINDOW_MS, limit);
-  return entries.map((e) => ({ id: e.id, action: e.action, at: e.at, user: e.user, uuid: e.uuid, record: visibleData(def, JSON.parse(e.data)) }));
+  return entries.map((e) => ({ id: e.id, action: e.action, at: e.at, user: e.user, ...(e.via ? { via: e.via } : {}), uuid: e.uuid, record: visibleData(def, JSON.parse(e.data)) }));
 }
 
 /**
@@ -346,7 +348,7 @@ export async function restoreRecord(site: Site, p: Principal, resource: string, 
 async function deletePrepared(site: Site, tx: StoreTx, def: ResourceDef, existing: StoredRecord, by: Actor): Promise<void> {
   if (ACCOUNT_RESOURCES.has(def.name)) await guardAccountWrite(site, tx, by.p, def, { uuid: existing.uuid, before: parse(existing), after: null, via: by.via });
   await tx.delete(def.name, existing.uuid);
-  await afterWrite(site, tx, def, { action: "delete", row: existing, previous: existing, user: by.p.uuid }, "delete");
+  await afterWrite(site, tx, def, { action: "delete", row: existing, previous: existing, user: by.p.uuid, agent: by.p.agent }, "delete");
 }
 
 /** Core-level writers for library code and import: same rules, no HTTP. */

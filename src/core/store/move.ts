@@ -25,7 +25,7 @@ const EVERYTHING = { where: "", args: [] };
 const BUILT_IN = { resource: "roles", uuid: "admin" };
 
 const recordLine = (r: StoredRecord) => JSON.stringify([r.uuid, r.data, r._created, r._modified, r._created_by, r._modified_by]);
-const historyLine = (h: HistoryEntry) => JSON.stringify([h.resource, h.uuid, h.action, h.at, h.user, h.data, h._created]);
+const historyLine = (h: HistoryEntry) => JSON.stringify([h.resource, h.uuid, h.action, h.at, h.user, h.data, h._created, h.via ?? null]);
 
 /** Count and digest of a sequence of lines, read as a stream. */
 async function digest<T>(rows: AsyncIterable<T>, line: (row: T) => string): Promise<{ n: number; sha: string }> {

@@ -12,7 +12,7 @@ export const lit = (s: string) => `'${s.replace(/'/g, "''")}'`;
 /** The stored columns of a record, as the rest of resd reads them (int8 comes back as text otherwise). */
 export const PG_COLS = "uuid, data::text AS data, _created::float8 AS _created, _modified::float8 AS _modified, _created_by, _modified_by";
 export const historyCols = (a = "") =>
-  `${a}id::float8 AS id, ${a}resource, ${a}uuid, ${a}action, ${a}at::float8 AS at, ${a}"user", ${a}data, ${a}_created::float8 AS _created`;
+  `${a}id::float8 AS id, ${a}resource, ${a}uuid, ${a}action, ${a}at::float8 AS at, ${a}"user", ${a}data, ${a}_created::float8 AS _created, ${a}via`;
 
 const fieldOf = (name: string) => `nullif((data->${lit(name)})::jsonb, 'null'::jsonb)`;
 

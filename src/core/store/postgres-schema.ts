@@ -51,6 +51,8 @@ const MIGRATIONS: string[] = [
    CREATE TABLE _resd_meta (key TEXT PRIMARY KEY, value BIGINT NOT NULL);`,
   COUNT_TABLES,
   COUNT_DELTAS_VACUUM,
+  // A change an AI agent made for its asker names the agent (core/agents): "through agent <id>".
+  `ALTER TABLE _resd_history ADD COLUMN via TEXT;`,
 ];
 
 export async function migrateInternal(db: ReservedSQL): Promise<void> {

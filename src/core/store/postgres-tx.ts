@@ -170,8 +170,8 @@ export class PgTransactions {
         return n;
       },
       addHistory: async (e) => {
-        await q(`INSERT INTO _resd_history (resource, uuid, action, at, "user", data, _created) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-          [e.resource, e.uuid, e.action, e.at, e.user, e.data, e._created]);
+        await q(`INSERT INTO _resd_history (resource, uuid, action, at, "user", data, _created, via) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+          [e.resource, e.uuid, e.action, e.at, e.user, e.data, e._created, e.via ?? null]);
       },
       insertMany: async (resource, recs) => {
         // One statement per few hundred rows: a copy of a million records is not a million round trips.

@@ -28,6 +28,8 @@ export const MIGRATIONS: string[] = [
   // Structures derived from records (search index, maintained counts) and what each was built for.
   `CREATE TABLE _resd_derived (resource TEXT NOT NULL, kind TEXT NOT NULL, spec TEXT NOT NULL, PRIMARY KEY (resource, kind));
    CREATE TABLE _resd_counts (resource TEXT NOT NULL, key TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (resource, key)) WITHOUT ROWID;`,
+  // A change an AI agent made for its asker names the agent (core/agents): "through agent <id>".
+  `ALTER TABLE _resd_history ADD COLUMN via TEXT;`,
 ];
 
 export function migrateInternal(db: Database): void {

@@ -188,8 +188,8 @@ export class SqliteTxWrites {
         return n;
       },
       addHistory: async (e) => {
-        (this.historyStmt ??= w.prepare("INSERT INTO _resd_history (resource, uuid, action, at, user, data, _created) VALUES (?, ?, ?, ?, ?, ?, ?)"))
-          .run(e.resource, e.uuid, e.action, e.at, e.user, e.data, e._created);
+        (this.historyStmt ??= w.prepare("INSERT INTO _resd_history (resource, uuid, action, at, user, data, _created, via) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"))
+          .run(e.resource, e.uuid, e.action, e.at, e.user, e.data, e._created, e.via ?? null);
       },
       insertMany: async (resource, recs) => {
         for (const rec of recs) await tx.insert(resource, rec);

@@ -58,6 +58,8 @@ export type HistoryEntry = {
   /** The record after the change; for a delete, the record as it was. JSON text. */
   data: string;
   _created: number;
+  /** The AI agent that made the change for `user` (see core/agents); null or absent otherwise. */
+  via?: string | null;
 };
 
 export type StoreNow = {
