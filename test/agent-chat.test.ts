@@ -198,7 +198,7 @@ describe("agent-chat: errors", () => {
     expect((await chat("editor", { operation: "post", uuid: "nope", text: "hi" })).status).toBe(404);
     const mention = await chat("editor", { operation: "post", text: "@helper please look at n1" });
     expect(mention.status).toBe(403);
-    expect(mention.body!.needs).toEqual(["chat-helper"]);
+    expect([mention.body!.needs].flat()).toEqual(["chat-helper"]);
     // An @word that names no agent is only text: this goes to the default agent.
     ai.script({ text: "Noted." });
     const plain = await chat("editor", { operation: "post", text: "mail @someone about n1" });
