@@ -105,7 +105,7 @@ export const SETTINGS = {
   tokenSecret: { env: "RESD_TOKEN_SECRET", default: "", parse: str, secret: true, help: "HMAC key for bearer tokens (generated into DIR/.env)" } as Spec<string>,
   aiApiKey: { env: "AI_API_KEY", default: "", parse: str, secret: true, help: "key of the OpenAI-compatible provider for import-document" } as Spec<string>,
   aiBaseUrl: { env: "AI_BASE_URL", default: "https://api.openai.com/v1", parse: str, help: "base URL of the chat-completions provider" } as Spec<string>,
-  aiRate: { env: "RESD_AI_RATE", default: 30, parse: int(0, 1_000_000), help: "AI provider calls (import-document, translation, completion) one user may make per hour" } as Spec<number>,
+  aiRate: { env: "RESD_AI_RATE", default: 30, parse: int(0, 1_000_000), help: "AI provider calls (import-document, translation, completion, agent runs) one user may make per hour" } as Spec<number>,
   documentMaxUnzipped: { env: "RESD_DOCUMENT_MAX_UNZIPPED", default: 25 * 1024 * 1024, parse: int(1024), help: "largest size in bytes a .docx given to import-document may inflate to" } as Spec<number>,
   aiModel: { env: "AI_MODEL", default: "gpt-4o-mini", parse: str, help: "model name sent to the provider" } as Spec<string>,
   jobAttempts: { env: "RESD_JOB_ATTEMPTS", default: 8, parse: int(1, 100), help: "attempts of a job before it is dead-lettered" } as Spec<number>,
