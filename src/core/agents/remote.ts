@@ -9,6 +9,7 @@
  *   the reply, a failure or the run's bound.
  */
 import { hasPermission, requirePermission, type Principal } from "../access/permissions";
+import { takeAiCall } from "../access/rate-limit";
 import { AppError, badRequest, denied } from "../errors";
 import type { Site } from "../site";
 import type { StoreTx } from "../store/types";
@@ -64,6 +65,8 @@ export async function remoteAsk(site: Site, p: Principal, body: Record<string, u
   const hubConversation = body.conversation as string;
   const run = body.run as string;
   const mine = (await conversationsOf(site, p.uuid!)).find((c) => c.remote?.conversation === hubConversation);
+  // A new run spends the home's provider credits: it counts against the home user's AI rate.
+  if (!mine || !runOf(mine, run)) await takeAiCall(site, p);
   const start = async (c: Conversation, tx: StoreTx) => {
     const known = runOf(c, run);
     if (known) return known.started;
