@@ -23,6 +23,7 @@ const files: Record<string, string> = {
   "agents/extra-key.json": JSON.stringify({ name: "X", instructions: "x", temperature: 2 }),
   "agents/Upper.json": JSON.stringify({ name: "X", instructions: "x" }),
   "agents/notes.txt": "not an agent file: ignored",
+  "agents/mcp.json": JSON.stringify({ name: "X", instructions: "x" }),
 };
 
 describe("agent files", () => {
@@ -43,13 +44,14 @@ describe("agent files", () => {
     expect(agents.get("editor")).toEqual({ id: "editor", name: "Editor", description: "edits notes", instructions: "You edit notes.", model: "small", tools: ["list_records", "update_record"], resources: ["notes"] });
     expect(agents.get("reader")).toEqual({ id: "reader", name: "Reader", description: "", instructions: "You read." });
     const by = Object.fromEntries(problems.map((p) => [p.file, p.message]));
-    expect(Object.keys(by).sort()).toEqual(["agents/Upper.json", "agents/bad-resource.json", "agents/bad-tool.json", "agents/broken.json", "agents/extra-key.json", "agents/no-instructions.json"]);
+    expect(Object.keys(by).sort()).toEqual(["agents/Upper.json", "agents/bad-resource.json", "agents/bad-tool.json", "agents/broken.json", "agents/extra-key.json", "agents/mcp.json", "agents/no-instructions.json"]);
     expect(by["agents/broken.json"]).toStartWith("not valid JSON");
     expect(by["agents/no-instructions.json"]).toContain("`instructions` must be a non-empty string");
     expect(by["agents/bad-tool.json"]).toContain('"drop_everything"');
     expect(by["agents/bad-resource.json"]).toContain('"nope"');
     expect(by["agents/extra-key.json"]).toContain('"temperature"');
     expect(by["agents/Upper.json"]).toContain("lowercase");
+    expect(by["agents/mcp.json"]).toContain("reserved");
   });
 
   test("with a provider the default agent resd exists; a file agents/resd.json replaces it", async () => {

@@ -86,6 +86,8 @@ describe("/api/v1/mcp", () => {
     // The writes are in the record's history, under the token's user.
     const history = await s.apiJson("GET", `/api/v1/notes/${uuid}/history`);
     expect(history.body!.history.map((e: { action: string }) => e.action)).toEqual(["create", "update", "delete", "restore"]);
+    // …each change marked as made through an MCP client (the creation is the record as it was first stored).
+    expect(history.body!.history.map((e: { via?: string }) => e.via ?? null)).toEqual([null, "mcp", "mcp", "mcp"]);
     const resources = parsed(await client.callTool({ name: "list_resources", arguments: {} }));
     expect(Object.keys(resources.resources).sort()).toEqual(expect.arrayContaining(["notes", "tasks"]));
     expect(Object.keys(resources.resources.notes.fields)).not.toContain("secret");

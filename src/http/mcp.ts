@@ -15,13 +15,17 @@ import type { Site } from "../core/site";
 import { version } from "../build/version";
 import { handle, type Ctx } from "./context";
 
+/** What history names as the agent of changes made over MCP (no agent file may take the id: `mcp` is a reserved name). */
+const MCP_AGENT = "mcp";
+
 function serverFor(site: Site, p: Principal): Server {
   const server = new Server({ name: "resd", version }, { capabilities: { tools: {} } });
   server.setRequestHandler(ListToolsRequestSchema, () => ({
     tools: toolsFor(p).map((t) => ({ name: t.name, description: t.description, inputSchema: t.parameters })),
   }));
   server.setRequestHandler(CallToolRequestSchema, async (req) => {
-    const answer = await callTool({ site, p }, req.params.name, req.params.arguments ?? {});
+    // Changes are in history as made through an MCP client (`via: "mcp"`), like an agent's through its id.
+    const answer = await callTool({ site, p: { ...p, agent: MCP_AGENT } }, req.params.name, req.params.arguments ?? {});
     const body = answer.ok ? answer.result : { error: answer.error };
     return { content: [{ type: "text", text: JSON.stringify(body) }], isError: !answer.ok };
   });

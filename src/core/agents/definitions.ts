@@ -17,6 +17,8 @@ export type Agents = { agents: Map<string, Agent>; problems: AgentProblem[] };
 /** The id is the file's name: what `@id` mentions and `chat-<id>` permissions name. */
 export const AGENT_ID = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 export const DEFAULT_AGENT = "resd";
+/** History's `via` for changes made over /api/v1/mcp: no agent file may take it. */
+const RESERVED_IDS = new Set(["mcp"]);
 const KEYS = new Set(["name", "description", "instructions", "model", "tools", "resources"]);
 const LIMITS = { name: 100, description: 500, instructions: 20_000, model: 200 } as const;
 
@@ -47,6 +49,7 @@ function names(raw: Record<string, unknown>, key: "tools" | "resources", known: 
 /** One agent file, checked; throws an Error whose message says what is wrong. */
 export function parseAgent(site: Site, id: string, source: string): Agent {
   if (!AGENT_ID.test(id)) throw new Error("the file name must be the agent's id: lowercase letters, digits, - and _ (at most 63), then .json");
+  if (RESERVED_IDS.has(id)) throw new Error(`the id ${id} is reserved (history names changes made over MCP so)`);
   let raw: unknown;
   try {
     raw = JSON.parse(source);
