@@ -12,6 +12,7 @@ import { mayUseAi } from "../core/ai/provider";
 import { pagesPaths } from "./pages-openapi";
 import { gitPaths } from "./git";
 import { REALTIME_TAG, realtimePaths } from "./realtime-openapi";
+import { AGENTS_TAG, agentsPaths } from "./agents-openapi";
 
 type Schema = Record<string, unknown>;
 type Operation = Record<string, unknown>;
@@ -329,7 +330,7 @@ const envelopeProps = {
 
 const ERROR_TEXT: Record<number, string> = {
   400: "INVALID_DATA: malformed request", 401: "UNAUTHORIZED or INVALID_CREDENTIALS", 403: "ACCESS_DENIED (`needs` lists granting permissions)",
-  404: "RESOURCE_NOT_FOUND", 408: "REQUEST_TIMEOUT: the request body did not arrive in time (RESD_BODY_TIMEOUT, RESD_BODY_MIN_RATE); the connection is closed", 409: "RESOURCE_EXISTS", 413: "UPLOAD_TOO_LARGE", 416: "RANGE_NOT_SATISFIABLE", 422: "INVALID_DATA: a value fails validation",
+  404: "RESOURCE_NOT_FOUND", 405: "METHOD_NOT_ALLOWED (`allow` names the methods the path or operation takes)", 408: "REQUEST_TIMEOUT: the request body did not arrive in time (RESD_BODY_TIMEOUT, RESD_BODY_MIN_RATE); the connection is closed", 409: "RESOURCE_EXISTS", 413: "UPLOAD_TOO_LARGE", 416: "RANGE_NOT_SATISFIABLE", 422: "INVALID_DATA: a value fails validation",
   429: "TOO_MANY_REQUESTS (`Retry-After`): too many attempts, AI calls, or list queries of this caller at once (RESD_MAX_QUERIES_PER_CALLER)",
   503: "SERVICE_UNAVAILABLE (`Retry-After`): the database is held by another writer, a query ran past its time budget, a queue is full, or too many request bodies are arriving at once (RESD_MAX_BODIES)",
 };
@@ -420,6 +421,7 @@ export function buildOpenApi(site: Site, p: Principal, serverUrl: string, opts: 
     gitPaths(paths, opts.git);
     tags.push({ name: ADMIN_TAG, description: "internal endpoints of the admin pages" });
   }
+  if (agentsPaths(site, p, paths, schemas, opts.tokens)) tags.push({ name: AGENTS_TAG, description: "AI agents: the chat, another site's agents (agent-remote), the Model Context Protocol" });
   describeStatuses(paths);
   const responses: Record<string, unknown> = Object.fromEntries(Object.entries(ERROR_TEXT).map(([c, d]) => [`E${c}`, { description: d, content: { "application/json": { schema: ref("Error") } } }]));
   responses.NotModified = NOT_MODIFIED;
