@@ -150,7 +150,7 @@ describe("agent-remote at home: who may call it", () => {
     const again = await call(home.base, "POST", "/api/v1/agent-remote", { token: homeToken, body: ask });
     expect(again.status).toBe(200);
     expect(again.body!.now).toBe(first.body!.now);
-    let updates: { type: string; run: string; text: string }[] = [];
+    let updates: { type: string; agent: string; run: string; text: string }[] = [];
     const deadline = Date.now() + 10_000;
     while (!updates.some((u) => u.type === "reply") && Date.now() < deadline) {
       await Bun.sleep(100);

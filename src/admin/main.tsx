@@ -4,6 +4,7 @@ import "./styles/media.css";
 import "./styles/pickers.css";
 import "./styles/narrow.css";
 import "./styles/editing.css";
+import "./styles/chat.css";
 import { App } from "./app";
 
 render(<App />, document.getElementById("app")!);

@@ -1,7 +1,8 @@
 /**
- * Versions of a record, for the people who edit it: who (a name, not a uuid) and when, what
- * changed shown as the overview shows values (option labels, one row per changed language, list
- * items as chips, an html text's words as a diff), and roll back to a version.
+ * Versions of a record, for the people who edit it: who (a name, not a uuid; and the agent, when one
+ * made the change for them) and when, what changed shown as the overview shows values (option
+ * labels, one row per changed language, list items as chips, an html text's words as a diff), and
+ * roll back to a version.
  */
 import { useEffect } from "preact/hooks";
 import { useSignal } from "@preact/signals";
@@ -13,7 +14,8 @@ import { Dialog } from "./Dialog";
 import { display, htmlText } from "./Cell";
 import { t, when } from "../i18n";
 
-type Entry = { id: number; action: string; at: number; user: string | null; record: Record<string, unknown> };
+/** `via`: the agent that made the change for `user` (agent-chat). */
+type Entry = { id: number; action: string; at: number; user: string | null; via?: string; record: Record<string, unknown> };
 type Author = { name: string | null; email?: string };
 /** One changed value: `key` is the field, or `field.language` for one language of an i18n field. */
 type Change = { key: string; label: string; field?: FieldView; before: unknown; after: unknown };
@@ -115,7 +117,7 @@ export function HistoryDialog({ def, uuid, title, onClose }: { def: ResourceView
           const diff = changes(def, i > 0 ? list[i - 1].record : null, e.record);
           return (
             <li key={e.id} data-entry={e.id}>
-              <p><strong>{ACTIONS[e.action]?.() ?? e.action}</strong> <time dateTime={new Date(e.at).toISOString()}>{when(e.at)}</time> {t("by {who}", { who: who(e.user) })}</p>
+              <p><strong>{ACTIONS[e.action]?.() ?? e.action}</strong> <time dateTime={new Date(e.at).toISOString()}>{when(e.at)}</time> {e.via ? t("by {who} through agent {agent}", { who: who(e.user), agent: e.via }) : t("by {who}", { who: who(e.user) })}</p>
               {e.action !== "delete" && diff.length > 0 && (
                 <div class="diff-wrap">
                   <table class="diff">

@@ -1,8 +1,12 @@
-/** Resources menu (appbar resources the user may view), the admin menu, and the signed-in user. */
+/**
+ * Resources menu (appbar resources the user may view), the admin menu, the chat with agents (for
+ * users who may chat), and the signed-in user.
+ */
 import { api } from "../api";
 import { navigate } from "../router";
 import { may, me, resources, status } from "../state";
 import { mayViewPages, PAGES_PATH } from "./site-pages";
+import { ChatButton } from "./ChatButton";
 import { t } from "../i18n";
 
 function closeMenus(e: Event) {
@@ -42,6 +46,7 @@ export function TopBar() {
           </details>
         )}
       </nav>
+      <ChatButton />
       <span class="who">{me.value?.email}</span>
       <button type="button" class="link" onClick={signOut}>{t("Sign out")}</button>
     </header>

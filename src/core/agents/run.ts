@@ -7,7 +7,7 @@ import type OpenAI from "openai";
 import type { Principal } from "../access/permissions";
 import { clientFor, providerFailure } from "../ai/provider";
 import type { Site } from "../site";
-import { callTool, toolsFor, type Tool, type ToolAnswer } from "./tools";
+import { callTool, TOOLS, toolsFor, type Tool, type ToolAnswer } from "./tools";
 
 export type Agent = {
   id: string;
@@ -51,6 +51,19 @@ function systemPrompt(site: Site, agent: Agent, asker: Principal, tools: Tool[],
     agent.resources ? `You may touch only these resources: ${agent.resources.join(", ")}.` : "",
     interrupted.length ? `An earlier attempt at this answer was cut off (the server restarted) after these tool calls, whose effects stand; do not repeat the writes among them:\n${interrupted.map((s) => `- ${s.tool} ${JSON.stringify(s.arguments)}: ${s.summary}`).join("\n")}` : "",
   ].filter(Boolean).join("\n\n");
+}
+
+/**
+ * A call of a tool this run does not offer, refused: the agent's file leaves it out, or the run may
+ * only read. Null where the tool itself answers (unknown tools; a write without agent-act, which
+ * names the permission).
+ */
+function notOffered(agent: Agent, tools: Tool[], name: string, bounds: RunBounds): ToolAnswer | null {
+  const tool = TOOLS.find((t) => t.name === name);
+  if (!tool || tools.includes(tool)) return null;
+  if (agent.tools && !agent.tools.includes(name)) return { ok: false, error: { status: 403, message: "ACCESS_DENIED", details: `agent ${agent.id} may not use ${name}` } };
+  if (tool.writes && bounds.readOnly) return { ok: false, error: { status: 403, message: "ACCESS_DENIED", details: "this run may only read: the site that asked did not allow writes" } };
+  return null;
 }
 
 /** A tool's answer as the model gets it: JSON, cut to the bound. */
@@ -121,9 +134,7 @@ export async function runAgent(site: Site, agent: Agent, asker: Principal, conve
         args = parsed as Record<string, unknown>;
         result = agent.resources && typeof args.resource === "string" && !agent.resources.includes(args.resource)
           ? { ok: false, error: { status: 403, message: "ACCESS_DENIED", details: `agent ${agent.id} may touch only ${agent.resources.join(", ")}` } }
-          : !tools.some((t) => t.name === call.name)
-            ? { ok: false, error: { status: 403, message: "ACCESS_DENIED", details: `the tool ${call.name} is not offered to this run` } }
-            : await callTool({ site, p: asker }, call.name, args);
+          : notOffered(agent, tools, call.name, bounds) ?? await callTool({ site, p: asker }, call.name, args);
       } catch (e) {
         if (!(e instanceof SyntaxError)) throw e;
         result = { ok: false, error: { status: 400, message: "INVALID_DATA", details: "the arguments are not a JSON object" } };
