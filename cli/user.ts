@@ -1,5 +1,8 @@
 import type { Command } from "commander";
-import { addUser, listUsers, removeUser, setApiAccess, setPassword } from "../src/core/accounts";
+import { addUser, findRole, listUsers, removeUser, setApiAccess, setPassword } from "../src/core/accounts";
+import { invite, makeResetLink } from "../src/core/access/account-reset";
+import { SYSTEM } from "../src/core/access/permissions";
+import { mailConfigured } from "../src/core/mail/send";
 import { findUserByEmail } from "../src/core/access/users";
 import { action, withSite } from "./common";
 import { badRequest } from "../src/core/errors";
@@ -84,5 +87,29 @@ export function registerUser(program: Command) {
     .action(action(async (email: string, o: Opts) => {
       await withSite(o, (site) => removeUser(site, email));
       print(o, { ok: true, email }, `removed ${email}`);
+    }));
+  user.command("reset-link <email>")
+    .description("print a one-time link to set the user's password (no mail needed; valid RESD_RESET_TTL seconds)")
+    .option("--dir <dir>", "site directory")
+    .option("--json", "print JSON")
+    .action(action(async (email: string, o: Opts) => {
+      const r = await withSite(o, (site) => makeResetLink(site, email));
+      print(o, { email, link: r.link, expires: Math.floor(r.expires / 1000) }, r.link);
+    }));
+  user.command("invite <email>")
+    .description("create a user without a password and send them a link to choose one (printed instead when no mail is set up)")
+    .option("--role <role>", "role name or uuid")
+    .option("--name <name>", "display name")
+    .option("--print-link", "print the link rather than mailing it")
+    .option("--dir <dir>", "site directory")
+    .option("--json", "print JSON")
+    .action(action(async (email: string, o: Opts & { role?: string; name?: string; printLink?: boolean }) => {
+      const r = await withSite(o, async (site) => {
+        const role = o.role === undefined ? undefined : (await findRole(site, o.role))?.uuid ?? o.role;
+        return invite(site, SYSTEM, { email, role, name: o.name }, { mail: mailConfigured(site) && !o.printLink });
+      });
+      const uuid = r.user.uuid;
+      if (r.link) print(o, { uuid, email, link: r.link }, r.link);
+      else print(o, { uuid, email, mailed: true }, `invited ${email} (${uuid}): the mail is queued and sent by the server`);
     }));
 }

@@ -55,6 +55,16 @@ export function maskUrl(url: string): string {
   const colon = userinfo.indexOf(":");
   return colon < 0 ? query : `${scheme}${userinfo.slice(0, colon)}:***${rest.slice(at)}`;
 }
+/** `smtp://user:password@host:port` or `smtps://…`; empty = no mail. */
+const smtpUrl = (raw: string) => {
+  if (raw === "") return raw;
+  if (!/^smtps?:\/\//.test(raw)) return undefined;
+  try {
+    return new URL(raw).hostname ? raw : undefined;
+  } catch {
+    return undefined;
+  }
+};
 /** `id=https://user:password@home,…`: each id an agent id, each URL http(s) with a host. */
 const agentRemotes = (raw: string) => {
   if (raw.trim() === "") return "";
@@ -121,6 +131,11 @@ export const SETTINGS = {
   realtimeWindow: { env: "RESD_REALTIME_WINDOW", default: 10_000, parse: int(0, 1_000_000), help: "events kept for a realtime client that reconnects with Last-Event-ID (also at most five minutes); older ones get a `reset` event" } as Spec<number>,
   realtimeBulk: { env: "RESD_REALTIME_BULK", default: 100, parse: int(1, 100_000), help: "changes of one resource in one write (a bulk PUT, an import) told one by one; above it one `bulk` event is sent instead" } as Spec<number>,
   realtimeHeartbeat: { env: "RESD_REALTIME_HEARTBEAT", default: 20, parse: int(1, 3600), help: "seconds between the comment lines that keep an idle realtime stream open through proxies" } as Spec<number>,
+  smtpUrl: { env: "RESD_SMTP_URL", default: "", parse: smtpUrl, mask: maskUrl, help: "smtp://user:password@host:587 (STARTTLS when the server offers it) or smtps://…:465: mail for password resets, e-mail changes and invitations (sent through the job queue); empty = no mail (admins use `resd user reset-link` / `resd user invite`)" } as Spec<string>,
+  mailFrom: { env: "RESD_MAIL_FROM", default: "", parse: (raw: string) => (raw === "" || /^[^\r\n]{1,200}$/.test(raw) && /@/.test(raw) ? raw : undefined), help: "the From of resd's mails, e.g. `Example Site <noreply@example.org>` (default: noreply@ the public URL's host)" } as Spec<string>,
+  siteName: { env: "RESD_SITE_NAME", default: "", parse: (raw: string) => (/^[^\r\n]{0,100}$/.test(raw) ? raw : undefined), help: "the site's name in mails and the admin (default: the public URL's host)" } as Spec<string>,
+  resetTtl: { env: "RESD_RESET_TTL", default: 3600, parse: int(1, 7 * 86_400), help: "seconds a password-reset or e-mail-change link stays valid" } as Spec<number>,
+  inviteTtl: { env: "RESD_INVITE_TTL", default: 7 * 86_400, parse: int(60, 90 * 86_400), help: "seconds an invitation link stays valid" } as Spec<number>,
   agentSteps: { env: "RESD_AGENT_STEPS", default: 12, parse: int(1, 200), help: "tool calls one agent run may make; past it the run stops and says so" } as Spec<number>,
   agentToolAnswer: { env: "RESD_AGENT_TOOL_ANSWER", default: 16_000, parse: int(200, 1_000_000), help: "characters of one tool answer an agent's model reads; longer answers are cut, and the model is told to ask for less" } as Spec<number>,
   agentMessages: { env: "RESD_AGENT_MESSAGES", default: 200, parse: int(2, 100_000), help: "messages kept per agent conversation (older ones are dropped; the model reads the last 60)" } as Spec<number>,

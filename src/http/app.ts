@@ -20,6 +20,7 @@ import { gitRoutes } from "./git";
 import { realtimeRoutes } from "./realtime";
 import { mcpRoutes } from "./mcp";
 import { agentRoutes } from "./agents";
+import { accountRoutes } from "./account";
 import type { Hub } from "../core/realtime/hub";
 
 /** `hub`: the server's realtime streams (null: realtime is off). */
@@ -38,6 +39,7 @@ export function createApp(site: Site, hub: Hub | null = null) {
     .use(realtimeRoutes(site, hub))
     .use(mcpRoutes(site))
     .use(agentRoutes(site))
+    .use(accountRoutes(site))
     .use(adminPageRoutes(site))
     .use(recordRoutes(site))
     .use(extensionRoutes(site))

@@ -11,6 +11,7 @@ import { requestInfo } from "./context";
 import { errorResponse } from "./errors";
 import { flushLogs, logEvent, logRequest, resolveLogFormat, setLogFormat } from "./logging";
 import { startHooks, stopHooks } from "../core/extensions/runtime";
+import { checkMail } from "../core/mail/send";
 import { withCors } from "./cors";
 import { servedBy } from "./caller";
 import { declaresBody, guardBodies } from "./body-limits";
@@ -254,6 +255,8 @@ export async function startServer(site: Site, opts: { quiet?: boolean; signals?:
   const stop = () => (stopped ??= shutdown(site, server, drains, upkeep.stop, releasePid));
   if (opts.signals !== false) exitOnSignals(stop);
   for (const [resource, why] of site.refused) logEvent("resource not served", { resource, reason: why }, "error");
+  // The SMTP server is asked once, without holding up the start: a wrong setting shows in the log.
+  void checkMail(site).then((problem) => problem && logEvent("mail", { problem }, "error"));
   for (const { file, message } of loadAgents(site).problems) logEvent("agent not offered", { file, reason: message }, "error");
   if (!opts.quiet) logEvent(`resd listening on http://${server.hostname}:${server.port} (site ${site.config.dir})`);
   return { app, server, onDrain: (fn) => void drains.push(fn), stop };

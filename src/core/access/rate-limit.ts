@@ -59,27 +59,29 @@ export async function clearFailures(site: Site, email: string): Promise<void> {
 /** Drops counters that can no longer matter (called from the server's upkeep). */
 export const purgeLoginStates = (site: Site, now = Date.now()) => site.store.access.purgeLoginStates(now - FORGET_AFTER_MS);
 
-const AI_WINDOW_MS = 3600 * 1000;
+const HOUR_MS = 3600 * 1000;
 
 /**
- * Counts one AI provider call of a user (import-document, translation, completion) against
- * `aiRate` calls per hour, or throws 429 with Retry-After. Counted in the same table as logins, so
- * the limit holds across restarts and processes.
+ * Counts one use of `key` against `max` per hour, or throws 429 with Retry-After (`what` names the
+ * bound). Counted in the same table as logins, so the limit holds across restarts and processes.
+ * Keys hold a space, which no e-mail holds: they never meet an account's counter.
  */
-export async function takeAiCall(site: Site, p: Principal, now = Date.now()): Promise<void> {
-  // No e-mail holds a space: this key never meets an account's.
-  const key = `ai ${p.uuid ?? p.kind}`;
+export async function takeHourly(site: Site, key: string, max: number, what: string, now = Date.now()): Promise<void> {
   let refused: AppError | null = null;
   await site.store.access.updateLoginState(key, (cur) => {
-    const fresh = !cur || now - cur.last_ms >= AI_WINDOW_MS;
+    const fresh = !cur || now - cur.last_ms >= HOUR_MS;
     const calls = fresh ? 1 : cur.failures + 1;
-    if (calls > site.config.aiRate) {
-      const retryAfter = Math.max(1, Math.ceil((cur!.last_ms + AI_WINDOW_MS - now) / 1000));
-      refused = new AppError(429, "TOO_MANY_REQUESTS", `at most ${site.config.aiRate} AI calls per hour per user (RESD_AI_RATE); try again in ${retryAfter} s`, { retryAfter });
+    if (calls > max) {
+      const retryAfter = Math.max(1, Math.ceil((cur!.last_ms + HOUR_MS - now) / 1000));
+      refused = new AppError(429, "TOO_MANY_REQUESTS", `${what}; try again in ${retryAfter} s`, { retryAfter });
       return cur;
     }
     // `last_ms` is the start of the window; `locked_until` keeps the row from being purged early.
-    return { account: key, failures: calls, last_ms: fresh ? now : cur.last_ms, locked_until: (fresh ? now : cur.last_ms) + AI_WINDOW_MS };
+    return { account: key, failures: calls, last_ms: fresh ? now : cur.last_ms, locked_until: (fresh ? now : cur.last_ms) + HOUR_MS };
   });
   if (refused) throw refused;
 }
+
+/** Counts one AI provider call of a user (import-document, translation, completion, an agent's run) against `aiRate` per hour. */
+export const takeAiCall = (site: Site, p: Principal, now = Date.now()): Promise<void> =>
+  takeHourly(site, `ai ${p.uuid ?? p.kind}`, site.config.aiRate, `at most ${site.config.aiRate} AI calls per hour per user (RESD_AI_RATE)`, now);

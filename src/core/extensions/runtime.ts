@@ -11,6 +11,7 @@ import { checkSitemap } from "../sitemap/build";
 import { eventListener } from "./events";
 import { loadExtensions } from "./load";
 import { AGENT_RUN_JOB, agentRunHandler } from "../agents/job";
+import { MAIL_JOB, mailHandler } from "../mail/send";
 
 const workers = new WeakMap<Site, Worker>();
 
@@ -29,8 +30,8 @@ export async function startHooks(site: Site): Promise<void> {
   }
   site.listeners.push(eventListener(site, registry));
   // Built-in job types come first: an extension cannot take over the agents' runs.
-  const agentRuns = agentRunHandler(site);
-  const worker = createWorker(site, (type) => (type === AGENT_RUN_JOB ? agentRuns : registry.jobs.get(type)?.handler));
+  const builtin = new Map([[AGENT_RUN_JOB, agentRunHandler(site)], [MAIL_JOB, mailHandler(site)]]);
+  const worker = createWorker(site, (type) => builtin.get(type) ?? registry.jobs.get(type)?.handler);
   workers.set(site, worker);
   worker.start();
 }

@@ -149,7 +149,8 @@ async function updatePrepared(site: Site, tx: StoreTx, def: ResourceDef, existin
   return row;
 }
 
-export async function createRecord(site: Site, p: Principal, resource: string, body: unknown, pathUuid?: string): Promise<{ def: ResourceDef; row: StoredRecord }> {
+/** `also`: more writes in the record's own transaction (an invitation's token and mail), all or nothing. */
+export async function createRecord(site: Site, p: Principal, resource: string, body: unknown, pathUuid?: string, also?: (tx: StoreTx, row: StoredRecord) => Promise<void>): Promise<{ def: ResourceDef; row: StoredRecord }> {
   const def = site.resource(resource);
   const input = await guardWrite(site, p, def, "create", body);
   if (pathUuid !== undefined && input.uuid !== undefined && input.uuid !== pathUuid) throw badRequest("the uuid in the body differs from the one in the path");
@@ -158,7 +159,11 @@ export async function createRecord(site: Site, p: Principal, resource: string, b
   // A generated uuid cannot exist; a given one is checked early so that a conflict skips the work.
   if (given !== undefined && (await site.store.get(resource, uuid))) throw conflict(`${resource}/${uuid} already exists`);
   const values = await prepareValues(site.store, def, input, "create", uuid, { passwordMinLength: site.config.passwordMinLength });
-  const row = await site.store.transaction((tx) => insertPrepared(site, tx, def, uuid, values, actor(p, "create")));
+  const row = await site.store.transaction(async (tx) => {
+    const made = await insertPrepared(site, tx, def, uuid, values, actor(p, "create"));
+    if (also) await also(tx, made);
+    return made;
+  });
   return { def, row };
 }
 
