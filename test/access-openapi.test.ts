@@ -78,7 +78,7 @@ describe("GET /api/v1/openapi.json", () => {
     expect(r.status).toBe(200);
     const doc = r.body as unknown as Doc;
     await SwaggerParser.validate(structuredClone(doc) as never);
-    expect(Object.keys(doc.paths).sort()).toEqual(["/api/v1/.deleted/{resource}", "/api/v1/.files", "/api/v1/.files-unused", "/api/v1/.files-usage", "/api/v1/.files/{uuid}", "/api/v1/.resources", "/api/v1/.system-messages", "/api/v1/auth/token", "/api/v1/books", "/api/v1/books/{uuid}", "/api/v1/books/{uuid}/history", "/api/v1/empty-resource", "/api/v1/mcp", "/api/v1/realtime", "/api/v1/realtime/{client_id}", "/api/v1/users/{uuid}", "/download/{uuid}", "/img/{uuid}/{spec}"]);
+    expect(Object.keys(doc.paths).sort()).toEqual(["/api/v1/.deleted/{resource}", "/api/v1/.files", "/api/v1/.files-unused", "/api/v1/.files-usage", "/api/v1/.files/{uuid}", "/api/v1/.resources", "/api/v1/.system-messages", "/api/v1/auth/token", "/api/v1/books", "/api/v1/books/{uuid}", "/api/v1/books/{uuid}/history", "/api/v1/empty-resource", "/api/v1/mcp", "/api/v1/realtime", "/api/v1/realtime/{client_id}", "/api/v1/session/email-change", "/api/v1/session/email-change/confirm", "/api/v1/session/password-reset", "/api/v1/session/password-reset/confirm", "/api/v1/users/{uuid}", "/download/{uuid}", "/img/{uuid}/{spec}"]);
     expect(Object.keys(doc.paths["/api/v1/books"])).toEqual(["get"]);
     expect(Object.keys(doc.paths["/api/v1/books/{uuid}"]).sort()).toEqual(["get", "parameters"]);
     // Its own user record, with only the self_edit fields.

@@ -13,6 +13,7 @@ import { pagesPaths } from "./pages-openapi";
 import { gitPaths } from "./git";
 import { REALTIME_TAG, realtimePaths } from "./realtime-openapi";
 import { AGENTS_TAG, agentsPaths } from "./agents-openapi";
+import { ACCOUNT_TAG, accountPaths } from "./account-openapi";
 
 type Schema = Record<string, unknown>;
 type Operation = Record<string, unknown>;
@@ -421,6 +422,7 @@ export function buildOpenApi(site: Site, p: Principal, serverUrl: string, opts: 
     gitPaths(paths, opts.git);
     tags.push({ name: ADMIN_TAG, description: "internal endpoints of the admin pages" });
   }
+  if (accountPaths(p, paths)) tags.push({ name: ACCOUNT_TAG, description: "password reset, e-mail change, invitations" });
   if (agentsPaths(site, p, paths, schemas, opts.tokens)) tags.push({ name: AGENTS_TAG, description: "AI agents: the chat, another site's agents (agent-remote), the Model Context Protocol" });
   describeStatuses(paths);
   const responses: Record<string, unknown> = Object.fromEntries(Object.entries(ERROR_TEXT).map(([c, d]) => [`E${c}`, { description: d, content: { "application/json": { schema: ref("Error") } } }]));
