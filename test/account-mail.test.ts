@@ -187,6 +187,19 @@ describe("invitations", () => {
     expect((await s.apiJson("POST", "/api/v1/session/invitations", { email: "new.writer@example.com" })).status).toBe(422);
   });
 
+  test("header injection through names: the invitee's and the inviter's names add no recipient and no header", async () => {
+    const me = (await s.apiJson("GET", "/api/v1/users?filter=email:admin@example.com")).body!.users;
+    await s.apiJson("PATCH", `/api/v1/users/${Object.keys(me)[0]}`, { name: "Admin\r\nBcc: attacker@evil.example" });
+    const before = box.mails.length;
+    const r = await s.apiJson("POST", "/api/v1/session/invitations", { email: "named@example.com", name: "Named\r\nBcc: attacker@evil.example\r\n\r\nbody" });
+    expect([200, 422]).toContain(r.status);
+    if (r.status === 200) await box.next((m) => m.to.includes("named@example.com"));
+    await Bun.sleep(300);
+    const sent = box.mails.slice(before);
+    expect(sent.every((m) => m.to.length === 1 && !m.to.some((t) => t.includes("evil")))).toBe(true);
+    expect(sent.some((m) => /^bcc:/im.test(m.headers))).toBe(false);
+  });
+
   test("a user manager invites only within their own rights; others may not invite at all", async () => {
     const managers = await s.apiJson("POST", "/api/v1/roles", { name: "managers", permissions: ["view-users", "create-users", "edit-users"] });
     const managerRole = Object.keys(managers.body!.roles)[0];
