@@ -87,10 +87,15 @@ async function newConversation(page: Page) {
 
 describe("the chat panel", () => {
   test("an editor asks the agent to change a record: the reply streams in, the step and a link to the record show; the record and its history show the change through agent resd", async () => {
+    // Both answers are held: the tool call until the page follows the conversation (what a run
+    // does before the stream is open is not told again: the view names it, without a link), the
+    // reply after its first piece.
+    let releaseTools!: () => void;
     let release!: () => void;
+    const toolsHeld = new Promise<void>((resolve) => (releaseTools = resolve));
     const held = new Promise<void>((resolve) => (release = resolve));
     ai.script(
-      { tools: [{ name: "update_record", arguments: { resource: "notes", uuid: "n1", changes: { status: "done" } } }] },
+      { tools: [{ name: "update_record", arguments: { resource: "notes", uuid: "n1", changes: { status: "done" } } }], pause: toolsHeld },
       { text: "I marked the note Draft as done.", pause: held },
     );
     const page = await signedIn("editor", "/admin/notes");
@@ -107,10 +112,13 @@ describe("the chat panel", () => {
     expect(await box.inputValue()).toBe("@resd ");
     await mentions.waitFor({ state: "detached" });
     await box.pressSequentially("please mark the note Draft as done");
+    const following = page.waitForResponse((r) => new URL(r.url()).searchParams.get("operation") === "events");
     await box.press("Enter");
 
     await drawer.locator("li.chat-msg.mine").filter({ hasText: "@resd please mark the note Draft as done" }).waitFor();
     expect(await box.inputValue()).toBe("");
+    expect((await following).status()).toBe(200);
+    releaseTools();
     // The tool call has run (a line that links to the record) and the reply is coming, held after its first piece.
     const run = drawer.locator("li.chat-msg.working");
     await run.getByRole("link", { name: "updated notes/n1" }).waitFor({ timeout: 10_000 });

@@ -13,6 +13,17 @@ function StepLine({ s }: { s: LiveStep }) {
   return <li>{linked ? <a href={`/admin/${encodeURIComponent(s.resource!)}/${encodeURIComponent(s.uuid!)}`}>{s.summary}</a> : s.summary}</li>;
 }
 
+/**
+ * The run's latest steps as the server last said (summaries only), each linked where the stream
+ * told the same step with its record, then the steps the stream told since.
+ */
+function stepsOf(w: Working, live: LiveStep[]): LiveStep[] {
+  const lines = w.steps.map((summary) => live.findLast((s) => s.summary === summary) ?? { tool: "", summary });
+  const last = w.steps.at(-1);
+  const since = last === undefined ? 0 : live.findLastIndex((s) => s.summary === last) + 1;
+  return [...lines, ...live.slice(since)];
+}
+
 export function ChatRun({ w, streamed }: { w: Working; streamed?: Streamed }) {
   if (w.status === "failed") {
     return (
@@ -22,8 +33,7 @@ export function ChatRun({ w, streamed }: { w: Working; streamed?: Streamed }) {
       </li>
     );
   }
-  // Steps from the stream (with their records), else the latest the server keeps (asked without a stream).
-  const steps = streamed?.steps.length ? streamed.steps : w.steps.map((summary) => ({ tool: "", summary }));
+  const steps = stepsOf(w, streamed?.steps ?? []);
   return (
     <li class="chat-msg agent working" data-run={w.run} aria-busy="true">
       <p class="chat-from"><strong>{w.name}</strong> <span class="muted">{t("is working…")}</span></p>
