@@ -137,6 +137,10 @@ describe("agent-chat: conversations belong to their owner", () => {
     expect(mine.body!.conversations.length).toBeGreaterThan(0);
     const uuid = mine.body!.conversations[0].uuid as string;
     expect(mine.body!.conversations[0]).toMatchObject({ uuid, waiting: false });
+    // updated_at is milliseconds, like a message's `at`: the latest message's time at least.
+    const latest = (await chat("editor", { operation: "get", uuid })).body!.messages.at(-1).at as number;
+    expect(mine.body!.conversations[0].updated_at).toBeGreaterThanOrEqual(latest);
+    expect(mine.body!.conversations[0].updated_at).toBeLessThanOrEqual(Date.now());
     const theirs = await chat("other", { operation: "list" });
     expect(theirs.body!.conversations).toEqual([]);
     for (const operation of ["get", "read", "delete"]) {

@@ -12,7 +12,7 @@ export type Team = Record<string, string>;
 export type Message = { id: number; from: string; text: string; at: number; link?: string; steps?: string[]; run?: string };
 export type Working = { run: string; agent: string; name: string; status: "working" | "failed"; steps: string[]; error?: string };
 export type ConversationView = { uuid: string; title: string; team: Team; messages: Message[]; working: Working[] };
-/** `updated_at` in seconds, as a record's `_modified`; a message's `at` in milliseconds. */
+/** `updated_at` and a message's `at`: milliseconds since the epoch. */
 export type ConversationSummary = { uuid: string; title: string; updated_at: number; unread: number; waiting: boolean; last: { from: string; text: string; at: number } | null };
 /** One tool call of a run, as the stream tells it. */
 export type LiveStep = { tool: string; summary: string; ok?: boolean; resource?: string; uuid?: string };

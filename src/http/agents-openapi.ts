@@ -53,7 +53,7 @@ const SCHEMAS: Record<string, Schema> = {
   }, required: ["uuid", "title", "team", "messages", "working"] },
   AgentConversationList: { type: "object", description: "the caller's conversations, the latest first (`list`)", properties: {
     conversations: { type: "array", items: { type: "object", properties: {
-      uuid: str, title: str, updated_at: { ...int, description: "seconds since the epoch" },
+      uuid: str, title: str, updated_at: ms("the last change (a message, a run's step)"),
       unread: { ...int, description: "agents' messages since the owner last read" }, waiting: { type: "boolean", description: "an agent is still answering" },
       last: { type: "object", nullable: true, properties: { from: str, text: { ...str, description: "its first 200 characters" }, at: ms("when it was written") }, required: ["from", "text", "at"] },
     }, required: ["uuid", "title", "updated_at", "unread", "waiting", "last"] } },

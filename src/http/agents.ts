@@ -69,7 +69,7 @@ async function events(c: Ctx, p: Principal, uuid: unknown): Promise<Response> {
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
       let open = true;
-      let seen = -1;
+      let seen = "";
       const send = (event: string, data: unknown) => {
         if (open) controller.enqueue(enc.encode(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`));
       };
@@ -83,8 +83,10 @@ async function events(c: Ctx, p: Principal, uuid: unknown): Promise<Response> {
         const now = await getConversation(site, first.uuid);
         if (!now || now.owner !== p.uuid) return end();
         const view = conversationView(site, now, team);
-        if (now.modified !== seen || view.working.length) {
-          seen = now.modified;
+        // What the follower would see differs: a message, a run's state or step (seconds of `modified` are too coarse).
+        const shown = JSON.stringify([view.messages.at(-1)?.id, view.messages.length, view.working]);
+        if (shown !== seen) {
+          seen = shown;
           send("state", view);
         }
         if (!view.working.some((w) => w.status === "working")) end();

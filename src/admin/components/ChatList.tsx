@@ -48,7 +48,7 @@ export function ChatList({ onOpen }: { onOpen: (uuid: string | null) => void }) 
                 {c.unread > 0 && <span class="badge">{tn(c.unread, "{n} unread", "{n} unread")}</span>}
                 {c.waiting && <span class="chat-waiting">{t("working…")}</span>}
                 {c.last && <span class="chat-last muted">{who(c.last.from)}: {c.last.text}</span>}
-                <time class="muted" dateTime={new Date(c.updated_at * 1000).toISOString()}>{when(c.updated_at * 1000)}</time>
+                <time class="muted" dateTime={new Date(c.updated_at).toISOString()}>{when(c.updated_at)}</time>
               </button>
               <button type="button" class="link danger icon-button" aria-label={t("Delete the conversation “{title}”", { title: c.title || t("Untitled") })} onClick={() => void remove(c)}>
                 <Icon name="close" />

@@ -55,6 +55,8 @@ export function conversationView(site: Site, c: Conversation, team: Map<string, 
   return { uuid: c.uuid, title: c.title, team: teamView(team), messages: c.messages, working: workingView(site, c) };
 }
 
+/** When the conversation last changed, in milliseconds (as a message's `at`): its latest message or run step. */
+const updatedAt = (c: Conversation) => Math.max(c.modified * 1000, ...c.messages.map((m) => m.at), ...c.runs.map((r) => r.updated));
 const unreadOf = (c: Conversation) => c.messages.filter((m) => m.from !== "user" && m.at > c.read_at).length;
 const waitingOf = (site: Site, c: Conversation) => openRuns(c).some((r) => !timedOut(site, r));
 
@@ -64,7 +66,7 @@ export async function listConversations(site: Site, p: Principal) {
   return {
     conversations: list.map((c) => {
       const last = c.messages.at(-1);
-      return { uuid: c.uuid, title: c.title, updated_at: c.modified, unread: unreadOf(c), waiting: waitingOf(site, c), last: last ? { from: last.from, text: last.text.slice(0, LAST_CHARS), at: last.at } : null };
+      return { uuid: c.uuid, title: c.title, updated_at: updatedAt(c), unread: unreadOf(c), waiting: waitingOf(site, c), last: last ? { from: last.from, text: last.text.slice(0, LAST_CHARS), at: last.at } : null };
     }),
     team: teamView(team),
   };
