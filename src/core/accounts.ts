@@ -19,7 +19,8 @@ const everyRow: CompiledQuery = { where: "", args: [], orderBy: "ORDER BY id", l
  * 1. users that name their role (sites before roles were referenced by uuid) get the role's uuid —
  *    resolved by the names as they are now, before anything is renamed;
  * 2. the built-in role is found by its fixed uuid and repaired: named `admin`, holding `(all)`. A
- *    role of another uuid that took the name `admin` is renamed out of the way (never the reverse).
+ *    role of another uuid that took the name `admin` is renamed out of the way (never the reverse);
+ * 3. users written before two-factor sign-in existed get `two_factor: false` (access/totp.ts).
  */
 export async function ensureAccounts(site: Site): Promise<{ usersMigrated: number; adminRepaired: boolean }> {
   const roles = new Map<string, string>(); // name -> uuid
@@ -31,20 +32,24 @@ export async function ensureAccounts(site: Site): Promise<{ usersMigrated: numbe
   }
   const now = Math.floor(Date.now() / 1000);
   const stale: StoredRecord[] = [];
+  const unmarked: StoredRecord[] = [];
   for await (const row of site.store.stream("users", everyRow)) {
-    const role = (JSON.parse(row.data) as { role?: unknown }).role;
+    const { role, two_factor } = JSON.parse(row.data) as { role?: unknown; two_factor?: unknown };
     if (typeof role === "string" && role !== "" && !uuids.has(role) && roles.has(role)) stale.push(row);
+    else if (typeof two_factor !== "boolean") unmarked.push(row);
   }
   const admin = await site.store.get("roles", ADMIN_ROLE);
   const want = JSON.stringify({ ...(admin ? (JSON.parse(admin.data) as object) : {}), name: ADMIN_ROLE, permissions: [ALL] });
   const impostor = roles.get(ADMIN_ROLE);
   const adminRepaired = !admin || admin.data !== want || (impostor !== undefined && impostor !== ADMIN_ROLE);
-  if (!stale.length && !adminRepaired) return { usersMigrated: 0, adminRepaired: false };
+  if (!stale.length && !unmarked.length && !adminRepaired) return { usersMigrated: 0, adminRepaired: false };
   await site.store.transaction(async (tx) => {
     for (const row of stale) {
-      const data = JSON.parse(row.data) as { role: string };
-      await tx.update("users", { ...row, data: JSON.stringify({ ...data, role: roles.get(data.role) }), _modified: now });
+      const data = JSON.parse(row.data) as { role: string; two_factor?: unknown };
+      await tx.update("users", { ...row, data: JSON.stringify({ ...data, role: roles.get(data.role), two_factor: data.two_factor === true }), _modified: now });
     }
+    // Not a change anyone made: `_modified` stays.
+    for (const row of unmarked) await tx.update("users", { ...row, data: JSON.stringify({ ...(JSON.parse(row.data) as object), two_factor: false }) });
     if (impostor !== undefined && impostor !== ADMIN_ROLE) {
       const other = (await tx.get("roles", impostor))!;
       const renamed = `admin-${impostor.slice(0, 8)}`;

@@ -7,6 +7,8 @@ import { recordRoutes } from "./records";
 import { transferRoutes } from "./transfer";
 import { tokenRoutes } from "./token";
 import { sessionRoutes } from "./session";
+import { twoFactorRoutes } from "./two-factor";
+import { apiKeyRoutes } from "./api-keys";
 import { openApiRoutes } from "./openapi";
 import { extensionRoutes } from "./extensions";
 import { sitemapRoutes } from "./sitemap";
@@ -29,6 +31,8 @@ export function createApp(site: Site, hub: Hub | null = null) {
     .use(healthRoutes(site))
     .use(tokenRoutes(site))
     .use(sessionRoutes(site))
+    .use(twoFactorRoutes(site))
+    .use(apiKeyRoutes(site))
     .use(openApiRoutes(site))
     .use(transferRoutes(site))
     .use(fileRoutes(site))

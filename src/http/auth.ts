@@ -1,11 +1,14 @@
 /**
- * Works out who is calling: a bearer token, else the session cookie, else an anonymous visitor.
- * A cookie-authenticated write from another origin is refused here, so a page on another site
- * cannot act with a signed-in user's cookie.
+ * Works out who is calling: a bearer token or API key, else the session cookie, else an anonymous
+ * visitor. A cookie-authenticated write from another origin is refused here, so a page on another
+ * site cannot act with a signed-in user's cookie. A member of a role that requires two-factor
+ * sign-in who has not enrolled is refused here too, on every route but enrolment's.
  */
 import type { Principal } from "../core/access/permissions";
 import { knownTokenPrincipal, tokenPrincipal } from "../core/access/tokens";
 import { anonymousPrincipal } from "../core/access/anonymous";
+import { apiKeyPrincipal, isApiKey } from "../core/access/api-keys";
+import { enrolFirst } from "../core/access/users";
 import { SESSION_COOKIE, sessionPrincipal } from "../core/access/sessions";
 import type { Site } from "../core/site";
 import { AppError, unauthorized } from "../core/errors";
@@ -60,12 +63,22 @@ export const crossOriginRefused = () => new AppError(403, "ACCESS_DENIED", "a re
 
 const BEARER = /^Bearer\s+(\S+)$/i;
 
-export async function authenticate(site: Site, request: Request): Promise<Principal> {
+/**
+ * `enrolling`: the caller may be a member who must enrol in two-factor sign-in first (the enrolment
+ * routes); everywhere else such a caller gets 403 with `needs` "2fa".
+ */
+export async function authenticate(site: Site, request: Request, opts: { enrolling?: boolean } = {}): Promise<Principal> {
+  const p = await caller(site, request);
+  if (p.mustEnrol2fa && !opts.enrolling) throw enrolFirst();
+  return p;
+}
+
+async function caller(site: Site, request: Request): Promise<Principal> {
   const header = request.headers.get("authorization");
   if (header) {
     const m = BEARER.exec(header);
     if (!m) throw unauthorized("the Authorization header must be `Bearer <token>`");
-    return tokenPrincipal(site, m[1]);
+    return isApiKey(m[1]) ? apiKeyPrincipal(site, m[1]) : tokenPrincipal(site, m[1]);
   }
   const cookie = cookieValue(request, SESSION_COOKIE);
   if (cookie) {
@@ -80,14 +93,15 @@ export async function authenticate(site: Site, request: Request): Promise<Princi
 
 /**
  * The caller when that is known without waiting: a bearer token checked before (and nothing it
- * depends on changed since), or an anonymous visitor who sends no session cookie. Null otherwise:
- * `authenticate` decides, with its errors.
+ * depends on changed since), or an anonymous visitor who sends no session cookie. Null otherwise
+ * (API keys, callers who must enrol first): `authenticate` decides, with its errors.
  */
 export function knownPrincipal(site: Site, request: Request): Principal | null {
   const header = request.headers.get("authorization");
   if (header) {
     const m = BEARER.exec(header);
-    return m ? knownTokenPrincipal(site, m[1]) : null;
+    const known = m && !isApiKey(m[1]) ? knownTokenPrincipal(site, m[1]) : null;
+    return known && !known.mustEnrol2fa ? known : null;
   }
   return cookieValue(request, SESSION_COOKIE) ? null : anonymousPrincipal(site);
 }

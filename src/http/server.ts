@@ -76,7 +76,7 @@ function log(request: Request, res: Response, t0: number): Response {
 }
 
 /** Resource names of the second path segment that are endpoints of their own, not resources. */
-const NOT_RECORDS = new Set(["auth", "openai"]);
+const NOT_RECORDS = new Set(["auth", "openai", "session"]);
 const RESERVED_SEGMENTS = new Set(["export", "import", "import-document"]);
 
 /**

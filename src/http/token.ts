@@ -1,9 +1,9 @@
 /**
- * `/api/v1/auth/token`: POST issues a bearer token for e-mail and password, GET renews the token
- * it is called with. `/api/v1/auth/form-key/{resource}`: a fresh key for a form (see forms.ts).
+ * `/api/v1/auth/token`: POST issues a bearer token for e-mail and password (and `code`, for a user
+ * with two-factor sign-in), GET renews the token it is called with. `/api/v1/auth/form-key/{resource}`: a fresh key for a form (see forms.ts).
  */
 import { Elysia } from "elysia";
-import { credentialsFrom, login } from "../core/access/login";
+import { signIn } from "../core/access/sign-in";
 import { issueToken, verifyToken } from "../core/access/tokens";
 import { issueFormKey } from "../core/access/forms";
 import { methodNotAllowed, unauthorized } from "../core/errors";
@@ -14,8 +14,8 @@ import { json } from "./envelope";
 const NO_STORE = { "cache-control": "no-store" };
 async function token(c: Ctx): Promise<Response> {
   if (c.request.method === "POST") {
-    const user = await login(c.site, credentialsFrom(await c.json()), { needApi: true });
-    return json(200, { ...(await issueToken(c.site, user)) }, c.t0, NO_STORE);
+    const { user } = await signIn(c.site, await c.json(), { needApi: true });
+    return json(200, { ...(await issueToken(c.site, user!)) }, c.t0, NO_STORE);
   }
   if (c.request.method === "GET") {
     const m = /^Bearer\s+(\S+)$/i.exec(c.request.headers.get("authorization") ?? "");

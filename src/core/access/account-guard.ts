@@ -20,7 +20,8 @@ import type { ResourceDef } from "../definitions/types";
 import { AppError, denied, unauthorized } from "../errors";
 import type { StoreTx } from "../store/types";
 import { authorize, can, grantingPatterns, type Action, type Principal } from "./permissions";
-import { ADMIN_ROLE, ALL, permissionsOfRoleRow, withAnonymousAllows } from "./users";
+import { ADMIN_ROLE, ALL, hasTwoFactor, permissionsOfRoleRow, withAnonymousAllows } from "./users";
+import { scopeToKey } from "./key-scope";
 
 export const ACCOUNT_RESOURCES = new Set(["users", "roles"]);
 
@@ -38,7 +39,10 @@ export type AccountWrite = {
 export const selfEditFields = (def: ResourceDef): string[] =>
   String(def.raw.self_edit ?? "name").split(",").map((s) => s.trim()).filter(Boolean);
 
-/** The caller as the database says now: their current role's permissions plus the anonymous allows. */
+/**
+ * The caller as the database says now: their current role's permissions plus the anonymous allows
+ * (an API key limited to a list: the listed ones the role holds).
+ */
 async function currentCaller(site: Site, tx: StoreTx, p: Principal): Promise<Principal> {
   if (p.kind !== "user" || !p.uuid) return p;
   const row = await tx.get("users", p.uuid);
@@ -46,7 +50,9 @@ async function currentCaller(site: Site, tx: StoreTx, p: Principal): Promise<Pri
   const role = (JSON.parse(row.data) as { role?: unknown }).role;
   const roleUuid = typeof role === "string" ? role : "";
   const perms = roleUuid ? permissionsOfRoleRow(roleUuid, await tx.get("roles", roleUuid)) : new Set<string>();
-  return { ...p, role: roleUuid || null, permissions: withAnonymousAllows(site, perms) };
+  const list = p.apiKey?.permissions ?? null;
+  const own = list ? scopeToKey(perms, list, p.resources) : perms;
+  return { ...p, role: list ? null : roleUuid || null, permissions: withAnonymousAllows(site, own) };
 }
 
 /** Does the caller hold this permission, literally or through what it grants? */
@@ -119,6 +125,28 @@ function stampTokenEpoch(w: AccountWrite): void {
   if (!before || before.api !== after.api || before.password !== after.password) after.token_epoch = crypto.randomUUID();
   else if (before.token_epoch === undefined) delete after.token_epoch;
   else after.token_epoch = before.token_epoch;
+  // API keys carry the `api_epoch` of their user (api-keys.ts): new whenever API access is switched,
+  // so a key dies with the access and stays dead when it is switched on again.
+  if (!before || before.api !== after.api) after.api_epoch = crypto.randomUUID();
+  else keep(before, after, "api_epoch");
+}
+
+/**
+ * Two-factor sign-in (totp.ts) is written by resd alone: no write through the API, an import or a
+ * restore sets or clears it, and `two_factor` says what is stored. The session epoch (sessions.ts)
+ * changes only with it. A created user (a restored deleted one included) starts without.
+ */
+function stampTwoFactor(w: AccountWrite): void {
+  const { before, after } = w;
+  if (!after) return;
+  keep(before, after, "totp");
+  keep(before, after, "session_epoch");
+  after.two_factor = hasTwoFactor(after);
+}
+
+function keep(before: Values | null, after: Values, key: string): void {
+  if (before?.[key] === undefined) delete after[key];
+  else after[key] = before[key];
 }
 
 /** Throws 403 unless the caller may make this write to `users` or `roles` now. */
@@ -131,4 +159,15 @@ export async function guardAccountWrite(site: Site, tx: StoreTx, p: Principal, d
   if (def.name === "roles") return guardRole(caller, w);
   await guardUser(site, tx, def, caller, w);
   stampTokenEpoch(w);
+  stampTwoFactor(w);
+}
+
+/**
+ * May `p` change this user under the rule above? For the changes resd writes itself (resetting
+ * someone's two-factor sign-in): edit-users on that user and every permission of the user's role.
+ */
+export async function guardUserChange(site: Site, tx: StoreTx, p: Principal, uuid: string, user: Values): Promise<void> {
+  const caller = await currentCaller(site, tx, p);
+  authorize(caller, "users", "edit", uuid);
+  requireAll(caller, await rolePerms(tx, user.role), "this user's role");
 }

@@ -24,6 +24,10 @@ export type Principal = {
   agent?: string;
   /** The site's resource names: they settle what an ambiguous legacy name means (see below). */
   resources?: KnownResources;
+  /** Authenticated by a personal API key (access/api-keys.ts); `permissions`: the key's own list, null for all of the user's rights. */
+  apiKey?: { id: string; permissions: readonly string[] | null };
+  /** Their role requires two-factor sign-in and they have not enrolled: only enrolment is open (http/auth.ts). */
+  mustEnrol2fa?: boolean;
 };
 
 export type KnownResources = { has(name: string): boolean };

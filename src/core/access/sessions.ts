@@ -1,7 +1,8 @@
 /**
  * Server-side sessions for the service's own pages. The cookie holds a random 256-bit id; the
- * database holds only its SHA-256, the user, and a fingerprint of the user's password hash (a
- * password change ends every session). A session lives `sessionTtl` seconds after its last use.
+ * database holds only its SHA-256, the user, and a fingerprint of the user's password hash and
+ * session epoch (a password change ends every session; so does switching two-factor sign-in on or
+ * off, see totp.ts). A session lives `sessionTtl` seconds after its last use.
  */
 import type { Site } from "../site";
 import type { SessionRow } from "../store/types";
@@ -16,12 +17,22 @@ const touchEvery = (ttlSeconds: number) => Math.min(60_000, (ttlSeconds * 1000) 
 
 const hashId = (raw: string) => new Bun.CryptoHasher("sha256").update(raw).digest("hex");
 
+/**
+ * A session's: changes with the password hash and with the user's `session_epoch`, which totp.ts
+ * renews when two-factor sign-in is switched on or off or reset. Users who never had an epoch keep
+ * the plain password fingerprint their sessions were started with.
+ */
+export const sessionFingerprint = (u: UserRow) =>
+  typeof u.session_epoch === "string"
+    ? new Bun.CryptoHasher("sha256").update(String(u.password ?? "")).update(`\u0000${u.session_epoch}`).digest("hex").slice(0, 16)
+    : passwordFingerprint(u);
+
 export async function startSession(site: Site, user: UserRow): Promise<{ id: string; expires: number }> {
   const raw = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
   const now = Date.now();
   const expires = now + site.config.sessionTtl * 1000;
   const a = site.store.access;
-  await a.putSession({ id: hashId(raw), user: user.uuid, pfp: passwordFingerprint(user), created: now, seen: now, expires });
+  await a.putSession({ id: hashId(raw), user: user.uuid, pfp: sessionFingerprint(user), created: now, seen: now, expires });
   // Expired rows are swept now and then, on sign-in, so the table never grows without bound.
   if (Math.random() < 0.05) await a.purgeSessions(now);
   return { id: raw, expires };
@@ -51,7 +62,7 @@ export async function sessionPrincipal(site: Site, raw: string): Promise<Princip
     const row = await a.getSession(id);
     if (!row) return null;
     const user = await findUser(site, row.user);
-    if (!user || passwordFingerprint(user) !== row.pfp) return null;
+    if (!user || sessionFingerprint(user) !== row.pfp) return null;
     hit = { version, anon, row, principal: await principalForUser(site, user, true) };
     if (cache.size > 10_000) cache.clear();
     cache.set(id, hit);

@@ -7,7 +7,7 @@
 import { SignJWT, jwtVerify } from "jose";
 import type { Site } from "../site";
 import { AppError, unauthorized } from "../errors";
-import { findUser, principalForUser, type UserRow } from "./users";
+import { enrolFirst, findUser, mustEnrol2fa, principalForUser, type UserRow } from "./users";
 import type { Principal } from "./permissions";
 import { anonymousPrincipal } from "./anonymous";
 
@@ -39,6 +39,8 @@ const tokenFingerprint = (u: UserRow) =>
 
 export async function issueToken(site: Site, user: UserRow): Promise<IssuedToken> {
   if (user.api !== true) throw new AppError(403, "ACCESS_DENIED", "this user has no API access");
+  // A member of a role that requires two-factor sign-in gets a token once enrolled (totp.ts).
+  if (await mustEnrol2fa(site, user)) throw enrolFirst();
   const now = Math.floor(Date.now() / 1000);
   const exp = now + site.config.tokenTtl;
   const token = await new SignJWT({ pfp: tokenFingerprint(user) })

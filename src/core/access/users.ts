@@ -3,6 +3,7 @@ import type { Site } from "../site";
 import type { StoredRecord } from "../store/types";
 import { anonymousPrincipal } from "./anonymous";
 import type { Principal } from "./permissions";
+import { AppError } from "../errors";
 
 export type UserRow = { uuid: string; email: string; name?: string; password?: string; role?: string; api?: boolean; [k: string]: unknown };
 
@@ -32,7 +33,13 @@ export function permissionsOfRoleRow(uuid: string, row: StoredRecord | null): Se
   return new Set(Array.isArray(data?.permissions) ? (data.permissions as unknown[]).map(String) : []);
 }
 
-type RoleCache = { version: number; byUuid: Map<string, Set<string>> };
+/** Does this stored user have two-factor sign-in (core/access/totp.ts) switched on? */
+export function hasTwoFactor(user: Record<string, unknown>): boolean {
+  const t = user.totp;
+  return t !== null && typeof t === "object" && (t as { enabled?: unknown }).enabled === true;
+}
+
+type RoleCache = { version: number; byUuid: Map<string, Set<string>>; requires2fa: Map<string, boolean> };
 const roleCaches = new WeakMap<Site, RoleCache>();
 
 /** Permissions of the role with this uuid (empty for no role or an unknown one). */
@@ -40,11 +47,7 @@ export async function rolePermissions(site: Site, role: string | undefined | nul
   if (!role) return new Set();
   if (role === ADMIN_ROLE) return new Set([ALL]);
   const version = await site.store.lastChange("roles");
-  let cache = roleCaches.get(site);
-  if (!cache || cache.version !== version) {
-    cache = { version, byUuid: new Map() };
-    roleCaches.set(site, cache);
-  }
+  const cache = roleCache(site, version);
   let perms = cache.byUuid.get(role);
   if (!perms) {
     perms = permissionsOfRoleRow(role, await site.store.get("roles", role));
@@ -52,6 +55,37 @@ export async function rolePermissions(site: Site, role: string | undefined | nul
   }
   return perms;
 }
+
+function roleCache(site: Site, version: number): RoleCache {
+  let cache = roleCaches.get(site);
+  if (!cache || cache.version !== version) {
+    cache = { version, byUuid: new Map(), requires2fa: new Map() };
+    roleCaches.set(site, cache);
+  }
+  return cache;
+}
+
+/** Does the role with this uuid ask its members for two-factor sign-in (`require_2fa`)? */
+export async function roleRequires2fa(site: Site, role: string | undefined | null): Promise<boolean> {
+  if (!role) return false;
+  const cache = roleCache(site, await site.store.lastChange("roles"));
+  let requires = cache.requires2fa.get(role);
+  if (requires === undefined) {
+    const row = await site.store.get("roles", role);
+    requires = row !== null && (JSON.parse(row.data) as { require_2fa?: unknown }).require_2fa === true;
+    cache.requires2fa.set(role, requires);
+  }
+  return requires;
+}
+
+/** A member of a role that requires two-factor sign-in who has not enrolled: only enrolment is open to them. */
+export async function mustEnrol2fa(site: Site, user: UserRow): Promise<boolean> {
+  return !hasTwoFactor(user) && (await roleRequires2fa(site, user.role));
+}
+
+/** 403 for a member who must enrol in two-factor sign-in first; `needs` names "2fa". */
+export const enrolFirst = () =>
+  new AppError(403, "ACCESS_DENIED", "your role requires two-factor sign-in: enrol first (POST /api/v1/session/2fa/enrol, then /api/v1/session/2fa/confirm)", { needs: ["2fa"] });
 
 /** A signed-in caller may do what their role allows plus whatever anonymous visitors may do. */
 export function withAnonymousAllows(site: Site, perms: ReadonlySet<string>): Set<string> {
@@ -61,7 +95,7 @@ export function withAnonymousAllows(site: Site, perms: ReadonlySet<string>): Set
 }
 
 export async function principalForUser(site: Site, user: UserRow, viaSession = false): Promise<Principal> {
-  return {
+  const p: Principal = {
     kind: "user",
     uuid: user.uuid,
     email: user.email,
@@ -70,4 +104,6 @@ export async function principalForUser(site: Site, user: UserRow, viaSession = f
     viaSession,
     resources: site.defs,
   };
+  if (await mustEnrol2fa(site, user)) p.mustEnrol2fa = true;
+  return p;
 }

@@ -1,8 +1,12 @@
 /** Resources every site has without a file. A site file of the same name extends them. */
 import type { DefinitionFile } from "./types";
 
-/** `token_epoch` is resd's own (see account-guard.ts): never shown, never written through the API. */
-export const USER_ALWAYS_HIDDEN = ["password", "salt", "api", "password_reset_token", "change_email_token", "token_epoch"];
+/**
+ * Keys resd writes itself, never shown and never written through the API (account-guard.ts keeps
+ * them): `token_epoch`, `session_epoch` and `api_epoch` (which tokens, sessions and API keys carry),
+ * and `totp`, the two-factor state (core/access/totp.ts).
+ */
+export const USER_ALWAYS_HIDDEN = ["password", "salt", "api", "password_reset_token", "change_email_token", "token_epoch", "session_epoch", "api_epoch", "totp"];
 
 export const BUILTIN: Record<string, DefinitionFile & { internal?: boolean }> = {
   users: {
@@ -26,6 +30,8 @@ export const BUILTIN: Record<string, DefinitionFile & { internal?: boolean }> = 
     fields: {
       name: { type: "text", name: "Name", required: true },
       permissions: { type: "text", name: "Permissions", multi: true },
+      // Members without two-factor sign-in may only enrol (core/access/totp.ts, http/auth.ts).
+      require_2fa: { type: "boolean", name: "Require two-factor sign-in" },
     },
   },
   ".files_meta": {
@@ -52,6 +58,17 @@ export const BUILTIN: Record<string, DefinitionFile & { internal?: boolean }> = 
     fields: {
       owner: { type: "text", name: "Owner" },
       title: { type: "text", name: "Title" },
+    },
+  },
+  // Personal API keys (core/access/api-keys.ts): written by that module alone, shown to their owner
+  // through /api/v1/session/api-keys; only a hash of each secret is kept.
+  ".api_keys": {
+    internal: true,
+    history: false,
+    index: ["owner"],
+    fields: {
+      owner: { type: "text", name: "Owner" },
+      name: { type: "text", name: "Name" },
     },
   },
 };
