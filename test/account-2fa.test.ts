@@ -4,6 +4,7 @@
  * ticket or recovery code), roles that require it, and an administrator's reset.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import SwaggerParser from "@apidevtools/swagger-parser";
 import * as OTPAuth from "otpauth";
 import { adminSite } from "./helpers/site";
 import { call, tokenFor, type Reply } from "./helpers/access";
@@ -424,5 +425,27 @@ describe("two_factor on user records", () => {
     expect((await s.apiJson("PATCH", `/api/v1/users/${uuids.bob}`, { name: "Bob" })).body!.users[uuids.bob].two_factor).toBe(true);
     const none = await call(s.base, "POST", "/api/v1/auth/token", { body: { email: email("bob"), password: password("bob") } });
     expect(none.body!.two_factor).toBe(true);
+  });
+});
+
+describe("the OpenAPI document", () => {
+  const TWO_FA = ["/api/v1/session/2fa", "/api/v1/session/2fa/confirm", "/api/v1/session/2fa/disable", "/api/v1/session/2fa/enrol", "/api/v1/session/2fa/recovery-codes"];
+  const KEYS = ["/api/v1/session/api-keys", "/api/v1/session/api-keys/{id}"];
+  const ours = (doc: Record<string, any>) => Object.keys(doc.paths).filter((p) => p.includes("/2fa") || p.includes("/api-keys")).sort();
+
+  test("the admin: every endpoint, valid, with the statuses; a user: their own; a key: none", async () => {
+    const admin = (await s.apiJson("GET", "/api/v1/openapi.json")).body!;
+    await SwaggerParser.validate(structuredClone(admin) as never);
+    expect(ours(admin)).toEqual([...TWO_FA, ...KEYS, "/api/v1/users/{uuid}/2fa"].sort());
+    expect(admin.paths["/api/v1/session/2fa"].post.security).toEqual([]);
+    expect(Object.keys(admin.paths["/api/v1/session/2fa/enrol"].post.responses).sort()).toEqual(expect.arrayContaining(["200", "400", "401", "403", "409", "429"]));
+    expect(Object.keys(admin.paths["/api/v1/session/api-keys"].post.responses)).toEqual(expect.arrayContaining(["201", "401", "403", "409", "422", "429"]));
+    expect(admin.paths["/api/v1/auth/token"].post.requestBody.content["application/json"].schema.properties.code).toBeDefined();
+    expect(admin.components.schemas.ApiKey.required).toEqual(["id", "name", "created", "expires", "last_used", "permissions"]);
+
+    const vera = await tokenFor(s.base, email("vera"), password("vera"));
+    expect(ours((await call(s.base, "GET", "/api/v1/openapi.json", { token: vera })).body!)).toEqual([...TWO_FA, ...KEYS].sort());
+    const key = await call(s.base, "POST", "/api/v1/session/api-keys", { token: vera, body: { name: "doc", password: password("vera") } });
+    expect(ours((await call(s.base, "GET", "/api/v1/openapi.json", { token: key.body!.key })).body!)).toEqual([]);
   });
 });

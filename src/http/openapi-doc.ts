@@ -14,6 +14,7 @@ import { gitPaths } from "./git";
 import { REALTIME_TAG, realtimePaths } from "./realtime-openapi";
 import { AGENTS_TAG, agentsPaths } from "./agents-openapi";
 import { ACCOUNT_TAG, accountPaths } from "./account-openapi";
+import { TWO_FACTOR_TAG, twoFactorPaths } from "./account-2fa-openapi";
 
 type Schema = Record<string, unknown>;
 type Operation = Record<string, unknown>;
@@ -315,7 +316,7 @@ function authPaths(): Record<string, PathItem> {
     "/api/v1/auth/token": {
       post: {
         tags: [AUTH_TAG], summary: "Request a bearer token", operationId: "resd:auth.create_token", security: [],
-        requestBody: jsonBody({ type: "object", properties: { email: { type: "string" }, password: { type: "string", format: "password" } }, required: ["email", "password"] }),
+        requestBody: jsonBody({ type: "object", properties: { email: { type: "string" }, password: { type: "string", format: "password" }, code: { type: "string", description: "a user with two-factor sign-in: a code or recovery code (without it 401 with `two_factor: true`)" } }, required: ["email", "password"] }),
         responses: { "200": TOKEN_RESPONSE, ...errorRefs(400, 401, 403, 429) },
       },
       get: { tags: [AUTH_TAG], summary: "Renew the bearer token", operationId: "resd:auth.renew_token", security: [{ bearerAuth: [] }], responses: { "200": TOKEN_RESPONSE, ...errorRefs(401) } },
@@ -423,6 +424,7 @@ export function buildOpenApi(site: Site, p: Principal, serverUrl: string, opts: 
     tags.push({ name: ADMIN_TAG, description: "internal endpoints of the admin pages" });
   }
   if (accountPaths(p, paths)) tags.push({ name: ACCOUNT_TAG, description: "password reset, e-mail change, invitations" });
+  if (twoFactorPaths(p, paths, schemas, opts.tokens)) tags.push({ name: TWO_FACTOR_TAG, description: "two-factor sign-in, personal API keys" });
   if (agentsPaths(site, p, paths, schemas, opts.tokens)) tags.push({ name: AGENTS_TAG, description: "AI agents: the chat, another site's agents (agent-remote), the Model Context Protocol" });
   describeStatuses(paths);
   const responses: Record<string, unknown> = Object.fromEntries(Object.entries(ERROR_TEXT).map(([c, d]) => [`E${c}`, { description: d, content: { "application/json": { schema: ref("Error") } } }]));
