@@ -5,7 +5,8 @@ import { SYSTEM } from "../src/core/access/permissions";
 import { mailConfigured } from "../src/core/mail/send";
 import { findUserByEmail } from "../src/core/access/users";
 import { action, withSite } from "./common";
-import { badRequest } from "../src/core/errors";
+import { badRequest, notFound } from "../src/core/errors";
+import { resetTwoFactor } from "../src/core/access/totp";
 import { readNewPassword } from "./prompt";
 
 type Opts = { dir?: string; json?: boolean };
@@ -87,6 +88,18 @@ export function registerUser(program: Command) {
     .action(action(async (email: string, o: Opts) => {
       await withSite(o, (site) => removeUser(site, email));
       print(o, { ok: true, email }, `removed ${email}`);
+    }));
+  user.command("2fa-reset <email>")
+    .description("switch off a user's two-factor sign-in (a lost phone); their sessions and tokens end")
+    .option("--dir <dir>", "site directory")
+    .option("--json", "print JSON")
+    .action(action(async (email: string, o: Opts) => {
+      await withSite(o, async (site) => {
+        const found = await findUserByEmail(site, email);
+        if (!found) throw notFound(`no user with e-mail ${email}`);
+        await resetTwoFactor(site, SYSTEM, found.uuid);
+      });
+      print(o, { ok: true, email, enabled: false }, `two-factor sign-in off for ${email}`);
     }));
   user.command("reset-link <email>")
     .description("print a one-time link to set the user's password (no mail needed; valid RESD_RESET_TTL seconds)")

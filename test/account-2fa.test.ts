@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import SwaggerParser from "@apidevtools/swagger-parser";
 import * as OTPAuth from "otpauth";
-import { adminSite } from "./helpers/site";
+import { adminSite, cli } from "./helpers/site";
 import { call, tokenFor, type Reply } from "./helpers/access";
 
 const notes = { fields: { title: { type: "text", required: true } } };
@@ -399,6 +399,19 @@ describe("an administrator's reset", () => {
     const byAdmin = await s.apiJson("DELETE", `/api/v1/users/${uuids.dave}/2fa`);
     expect(byAdmin.status).toBe(200);
     expect((await call(s.base, "GET", "/api/v1/notes", { token: daveToken })).status).toBe(401);
+  });
+});
+
+describe("resd user 2fa-reset", () => {
+  test("the shell's way out (a sole admin who lost the phone): off, sessions end; an unknown address exits 2", async () => {
+    await user("lost", "member");
+    const { cookie } = await enrolled("lost");
+    const r = await cli(s.dir, ["user", "2fa-reset", email("lost")]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("off");
+    expect((await call(s.base, "GET", "/api/v1/session", withCookie(cookie))).status).toBe(401);
+    expect(cookieOf(await call(s.base, "POST", "/api/v1/session", { body: { email: email("lost"), password: password("lost") } }))).toBeTruthy();
+    expect((await cli(s.dir, ["user", "2fa-reset", "ghost@example.com"])).code).toBe(2);
   });
 });
 

@@ -206,10 +206,11 @@ export async function replaceRecoveryCodes(site: Site, p: Principal, password: u
 
 /**
  * An administrator switches someone's two-factor sign-in off (a lost phone): manage-users, and the
- * account guard's rule for changing that user. Their sessions and tokens end when it was on.
+ * account guard's rule for changing that user (SYSTEM: `resd user 2fa-reset`, the way out for a
+ * sole admin who lost their phone). Their sessions and tokens end when it was on.
  */
 export async function resetTwoFactor(site: Site, p: Principal, uuid: string): Promise<{ enabled: false }> {
-  if (p.kind !== "user") throw unauthorized("sign in first");
+  if (p.kind === "anonymous") throw unauthorized("sign in first");
   if (!hasPermission(p, "manage-users")) throw denied(["manage-users"], "resetting someone's two-factor sign-in needs manage-users");
   await site.store.transaction(async (tx) => {
     const row = await tx.get("users", uuid);
