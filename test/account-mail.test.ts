@@ -216,6 +216,36 @@ describe("invitations", () => {
   });
 });
 
+describe("one's own password", () => {
+  test("with the current password: the page's session is made anew, every other session and token ends", async () => {
+    await addUser(s.dir, "own@example.com", "own-password-1", { api: true });
+    const first = cookieOf(await signIn("own@example.com", "own-password-1"));
+    const other = cookieOf(await signIn("own@example.com", "own-password-1"));
+    const token = await tokenFor(s.base, "own@example.com", "own-password-1");
+    const change = (b: Record<string, unknown>, cookie = first) => call(s.base, "POST", "/api/v1/session/password", { body: b, headers: { cookie, origin: s.base } });
+    expect((await change({ password: "wrong", new_password: "own-password-2" })).status).toBe(401);
+    const weak = await change({ password: "own-password-1", new_password: "x" });
+    expect(weak.status).toBe(422);
+    expect(weak.body!.errors.new_password).toBeDefined();
+    expect((await change({ password: "own-password-1" })).status).toBe(422);
+    const done = await change({ password: "own-password-1", new_password: "own-password-2" });
+    expect(done.status).toBe(200);
+    const fresh = cookieOf(done);
+    expect(fresh).not.toBe(first);
+    expect((await call(s.base, "GET", "/api/v1/session", { headers: { cookie: fresh } })).status).toBe(200);
+    for (const old of [first, other]) expect((await call(s.base, "GET", "/api/v1/session", { headers: { cookie: old } })).status).toBe(401);
+    expect((await call(s.base, "GET", "/api/v1/.resources", { token })).status).toBe(401);
+    // With a token: {ok: true}, and that token ends too.
+    const t2 = await tokenFor(s.base, "own@example.com", "own-password-2");
+    const viaToken = await call(s.base, "POST", "/api/v1/session/password", { token: t2, body: { password: "own-password-2", new_password: "own-password-3" } });
+    expect(viaToken.status).toBe(200);
+    expect(viaToken.body!.ok).toBe(true);
+    expect((await call(s.base, "GET", "/api/v1/.resources", { token: t2 })).status).toBe(401);
+    expect((await signIn("own@example.com", "own-password-3")).status).toBe(200);
+    expect((await call(s.base, "POST", "/api/v1/session/password", { body: { password: "a", new_password: "b" } })).status).toBe(401);
+  });
+});
+
 describe("without mail, and expiry", () => {
   test("the API answers 503 where a mail is needed; resd user reset-link and resd user invite print working links", async () => {
     const dir = makeSite();

@@ -27,6 +27,10 @@ export function accountPaths(p: Principal, paths: Record<string, unknown>): bool
     body({ token: { ...str, description: "the `token` parameter of the link" }, password: { ...str, format: "password" } }, ["token", "password"]),
     { "200": answer("the password is set", { ...ok, email: str }), ...errors(400, 422) }, []);
   if (p.kind !== "user") return true;
+  paths["/api/v1/session/password"] = post("resd:account.password",
+    "Change the signed-in user's own password, giving the current one (counted and locked like sign-in guesses). Every session and token of the user ends; a caller signed in by session gets a new session cookie and the sign-in answer",
+    body({ password: { ...str, format: "password", description: "the current password" }, new_password: { ...str, format: "password" } }, ["password", "new_password"]),
+    { "200": answer("changed", { ...ok, user: { type: "object" }, session_expires: { type: "integer" } }), ...errors(401, 422, 429) });
   paths["/api/v1/session/email-change"] = post("resd:account.email_change",
     "Ask to change the signed-in user's e-mail address (with the current password): a confirmation link goes to the new address, a notice to the old one; nothing changes before the confirmation. 503 when the site has no mail",
     body({ email: { ...str, format: "email" }, password: { ...str, format: "password" } }, ["email", "password"]),

@@ -1,9 +1,10 @@
 /**
- * The account flows beyond signing in (docs/accounts.md): password reset, e-mail change and
- * invitations, under `/api/v1/session/…`. The work is in src/core/access/account-*.ts.
+ * The account flows beyond signing in (docs/accounts.md): one's own password, password reset,
+ * e-mail change and invitations, under `/api/v1/session/…`. The work is in src/core/access/account-*.ts.
  */
 import { Elysia } from "elysia";
 import { confirmEmailChange, requestEmailChange } from "../core/access/account-email";
+import { changeOwnPassword } from "../core/access/account-password";
 import { confirmReset, invite, requestReset, resendInvitation } from "../core/access/account-reset";
 import { ANONYMOUS } from "../core/access/permissions";
 import { badRequest, methodNotAllowed, unauthorized } from "../core/errors";
@@ -12,6 +13,7 @@ import type { Site } from "../core/site";
 import { callerKey } from "./caller";
 import { handle, type Ctx } from "./context";
 import { json } from "./envelope";
+import { signedIn } from "./session";
 
 const NO_STORE = { "cache-control": "no-store" };
 
@@ -36,6 +38,14 @@ export const accountRoutes = (site: Site) =>
       const b = await body(c);
       const r = await confirmReset(c.site, b.token, b.password);
       return json(200, { ok: true, email: r.email }, c.t0, NO_STORE);
+    }))
+    .use(route(site, "/api/v1/session/password", async (c) => {
+      const b = await body(c);
+      const p = await c.principal();
+      const user = await changeOwnPassword(c.site, p, b);
+      // The old password's sessions ended with it: the page that asked gets a new one.
+      if (p.viaSession) return signedIn(c, user);
+      return json(200, { ok: true }, c.t0, NO_STORE);
     }))
     .use(route(site, "/api/v1/session/email-change", async (c) => {
       const b = await body(c);
