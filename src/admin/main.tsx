@@ -5,6 +5,7 @@ import "./styles/pickers.css";
 import "./styles/narrow.css";
 import "./styles/editing.css";
 import "./styles/chat.css";
+import "./styles/account.css";
 import { App } from "./app";
 
 render(<App />, document.getElementById("app")!);

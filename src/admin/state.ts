@@ -1,6 +1,6 @@
 /** What the whole app shares: who is signed in and the resources they may see. */
 import { signal } from "@preact/signals";
-import { api, type Envelope } from "./api";
+import { api, ApiError, type Envelope } from "./api";
 
 export type OptionView = { value: string; label: string };
 export type FieldView = {
@@ -32,6 +32,29 @@ export const resources = signal<Record<string, ResourceView>>({});
 export const settings = signal<Settings>({ map_tiles: null });
 /** "loading" until the first answer; "out" when nobody is signed in. */
 export const status = signal<"loading" | "in" | "out">("loading");
+/**
+ * Signed in, but their role requires two-factor sign-in and they have not set it up: the server
+ * answers them nothing else (403 naming "2fa"), so the admin shows only the profile's enrolment.
+ */
+export const mustEnrol2fa = signal(false);
+
+/** Does this answer ask the caller to enrol in two-factor sign-in first (`needs` names "2fa")? */
+export const needsTwoFactor = (body: Envelope) => String(body.needs ?? "").split(",").includes("2fa");
+
+type SessionAnswer = Envelope & { user: { uuid: string; email: string; role?: string }; permissions: string[]; two_factor_required?: boolean };
+
+/** Who is signed in, from `GET /session`, for a member who must enrol first (`.resources` refuses them). */
+async function loadEnrolling(): Promise<boolean> {
+  const r = await api<SessionAnswer>("GET", "/session").catch(() => null);
+  if (!r?.body.two_factor_required) return false;
+  const perms = new Set(r.body.permissions);
+  me.value = { uuid: r.body.user.uuid, email: r.body.user.email, role: r.body.user.role ?? "", admin: perms.has("(all)") };
+  permissions.value = perms;
+  resources.value = {};
+  mustEnrol2fa.value = true;
+  status.value = "in";
+  return true;
+}
 
 export async function loadMeta(): Promise<void> {
   try {
@@ -40,9 +63,12 @@ export async function loadMeta(): Promise<void> {
     permissions.value = new Set(body.permissions);
     resources.value = body.resources;
     settings.value = body.settings;
+    mustEnrol2fa.value = false;
     status.value = "in";
-  } catch {
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 403 && needsTwoFactor(e.body) && (await loadEnrolling())) return;
     me.value = null;
+    mustEnrol2fa.value = false;
     resources.value = {};
     status.value = "out";
   }

@@ -1,10 +1,12 @@
 /**
  * Resources menu (appbar resources the user may view), the admin menu, the chat with agents (for
- * users who may chat), and the signed-in user.
+ * users who may chat), and the signed-in user, whose name leads to their profile. A member who must
+ * set up two-factor sign-in first gets no menus (nothing behind them would answer).
  */
 import { api } from "../api";
 import { navigate } from "../router";
-import { may, me, resources, status } from "../state";
+import { may, me, mustEnrol2fa, resources, status } from "../state";
+import { profilePath } from "../account";
 import { mayViewPages, PAGES_PATH } from "./site-pages";
 import { ChatButton } from "./ChatButton";
 import { t } from "../i18n";
@@ -27,7 +29,7 @@ export function TopBar() {
   return (
     <header class="topbar">
       <a class="brand" href="/admin">resd</a>
-      <nav aria-label={t("Main")}>
+      {mustEnrol2fa.value ? <span class="spacer" /> : <nav aria-label={t("Main")}>
         <details class="menu" data-menu="resources">
           <summary>{t("Resources")}</summary>
           <ul>
@@ -45,9 +47,9 @@ export function TopBar() {
             </ul>
           </details>
         )}
-      </nav>
-      <ChatButton />
-      <span class="who">{me.value?.email}</span>
+      </nav>}
+      {!mustEnrol2fa.value && <ChatButton />}
+      <a class="who" href={profilePath()} title={t("Your profile")}>{me.value?.email}</a>
       <button type="button" class="link" onClick={signOut}>{t("Sign out")}</button>
     </header>
   );

@@ -1,6 +1,8 @@
 /**
  * The overview of one resource: columns, sort, search, filters and paging all go through the list
  * API and live in the URL; bulk actions, import/export, history and restore of deleted records.
+ * The users overview also invites, resends invitations, shows who has two-factor sign-in and
+ * resets it (users.ts).
  */
 import { useEffect, useRef } from "preact/hooks";
 import { useSignal } from "@preact/signals";
@@ -20,6 +22,8 @@ import { DeletedList } from "../components/DeletedList";
 import { Icon } from "../components/Icon";
 import { t } from "../i18n";
 import { batched, live, type Live } from "../live";
+import { InviteDialog } from "../components/InviteDialog";
+import { userMenuItems, type Told } from "../users";
 
 type ListAnswer = Envelope & Record<string, Record<string, Row>>;
 
@@ -47,6 +51,8 @@ export function Overview({ def }: { def: ResourceView }) {
   const historyOf = useSignal<Row | null>(null);
   const notice = useSignal("");
   const importing = useSignal(false);
+  const inviting = useSignal(false);
+  const told = useSignal<Told | null>(null);
   const showDeleted = useSignal(false);
   const cursor = useSignal(-1);
   const lastModified = useRef<string | null>(null);
@@ -191,6 +197,13 @@ export function Overview({ def }: { def: ResourceView }) {
   const tf = titleField(def);
   const linkColumn = tf && columns.value.includes(tf) ? tf : columns.value.find((c) => def.fields[c] && !def.fields[c].multi && def.fields[c].type !== "image") ?? null;
   const exportHref = `/api/v1/${def.name}/export?format=csv`;
+  // Users: whether each has two-factor sign-in (`two_factor`, kept by the server, no field of the definition).
+  const isUsers = def.name === "users";
+  const twoFactorColumn = isUsers && !columns.value.includes("two_factor");
+  const tell = (x: Told) => {
+    told.value = x;
+    if (x.ok) void load();
+  };
 
   return (
     <main class="page overview" aria-busy={loading.value}>
@@ -199,6 +212,7 @@ export function Overview({ def }: { def: ResourceView }) {
         {total.value !== null && <span class="total" data-total={total.value}>{total.value} {total.value === 1 ? def.label.singular.toLowerCase() : def.label.plural.toLowerCase()}</span>}
         <div class="actions">
           {def.can.create && <a class="button primary" href={`/admin/${def.name}/new`}>{t("New {name}", { name: def.label.singular.toLowerCase(), Name: def.label.singular })}</a>}
+          {isUsers && def.can.create && <button type="button" onClick={() => (inviting.value = true)}>{t("Invite")}</button>}
           {def.can.import && <button type="button" onClick={() => (importing.value = true)}>{t("Import")}</button>}
           {def.can.export && <a class="button" href={exportHref} download>{t("Export CSV")}</a>}
           {def.history && <button type="button" aria-pressed={showDeleted.value} onClick={() => (showDeleted.value = !showDeleted.value)}>{t("Deleted")}</button>}
@@ -216,6 +230,7 @@ export function Overview({ def }: { def: ResourceView }) {
       {showDeleted.value && <DeletedList def={def} onRestored={() => void load()} />}
       <BulkBar def={def} rows={rows.value} uuids={[...checked.value]} onDone={async () => { checked.value = new Set(); await load(); }} />
       {notice.value && <p class="ok notice" role="status">{notice.value}</p>}
+      {told.value && <p class={`${told.value.ok ? "ok" : "error"} notice`} role={told.value.ok ? "status" : "alert"}>{told.value.text}</p>}
       {error.value && <p class="error" role="alert">{error.value}</p>}
       <div class="table-wrap">
         <table class="records">
@@ -228,6 +243,7 @@ export function Overview({ def }: { def: ResourceView }) {
                   <button type="button" class="sort" onClick={() => sortBy(c)}>{columnLabel(c, def.fields[c])}{sortField === c && <Icon name={sortOrder === "desc" ? "down" : "up"} size={14} />}</button>
                 </th>
               ))}
+              {twoFactorColumn && <th>{t("Two-factor")}</th>}
               <th><span class="sr-only">{t("Actions")}</span></th>
             </tr>
           </thead>
@@ -240,6 +256,7 @@ export function Overview({ def }: { def: ResourceView }) {
                 { label: t("View"), href: actionUrl(def.actions.view_url, r) },
                 ...(def.actions.url ? [{ label: t("View on site"), href: actionUrl(def.actions.url, r), external: true }] : []),
                 ...(def.history ? [{ label: t("History"), onSelect: () => (historyOf.value = r) }] : []),
+                ...(isUsers ? userMenuItems(r, def.can.edit, tell) : []),
                 ...(def.can.delete ? [{ label: t("Delete"), danger: true, onSelect: () => void remove(r) }] : []),
               ];
               let keys = 0;
@@ -257,6 +274,11 @@ export function Overview({ def }: { def: ResourceView }) {
                       </td>
                     );
                   })}
+                  {twoFactorColumn && (
+                    <td data-col="two_factor" class="extra-cell" data-label={t("Two-factor")}>
+                      {r.two_factor === true ? <span aria-label={t("yes")}>✓</span> : <span class="muted" aria-label={t("no")}>✗</span>}
+                    </td>
+                  )}
                   <td class="row-actions">
                     {!linkColumn && <a href={open} data-stop onFocus={() => (cursor.value = i)}>{t("Open")}</a>}
                     <RowMenu label={t("Actions for {title}", { title: name || t("row {n}", { n: i + 1 }) })} items={items} tabIndex={-1} />
@@ -264,7 +286,7 @@ export function Overview({ def }: { def: ResourceView }) {
                 </tr>
               );
             })}
-            {!loading.value && rows.value.length === 0 && <tr><td colSpan={columns.value.length + 2} class="muted">{t("No records match.")}</td></tr>}
+            {!loading.value && rows.value.length === 0 && <tr><td colSpan={columns.value.length + (twoFactorColumn ? 3 : 2)} class="muted">{t("No records match.")}</td></tr>}
           </tbody>
         </table>
       </div>
@@ -280,6 +302,7 @@ export function Overview({ def }: { def: ResourceView }) {
       </nav>
       {historyOf.value && <HistoryDialog def={def} uuid={historyOf.value.uuid} title={recordTitle(def, historyOf.value)} onClose={(done) => { historyOf.value = null; if (done) { notice.value = done; void load(); } }} />}
       {importing.value && <ImportDialog def={def} onImported={() => void load()} onClose={() => (importing.value = false)} />}
+      {inviting.value && <InviteDialog onClose={() => (inviting.value = false)} onInvited={(email) => { inviting.value = false; tell({ ok: true, text: t("Invited {email}: a mail with a link to choose a password is on its way.", { email }) }); }} />}
     </main>
   );
 }
