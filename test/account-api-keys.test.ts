@@ -145,6 +145,9 @@ describe("API keys over HTTP", () => {
     expect(write.status).toBe(403);
     expect(write.body!.needs).toContain("create-notes");
     expect((await call(s.base, "GET", "/api/v1/users", { token: key })).status).toBe(403);
+    // Not even the own record's self_edit fields, which the user may change.
+    expect((await call(s.base, "PATCH", `/api/v1/users/${uuids.lim}`, { token: key, body: { name: "Renamed" } })).status).toBe(403);
+    expect((await call(s.base, "PATCH", `/api/v1/users/${uuids.lim}`, { token: tokens.lim, body: { name: "Lim" } })).status).toBe(200);
     // The user may do both.
     expect((await call(s.base, "POST", "/api/v1/notes", { token: tokens.lim, body: { title: "yes" } })).status).toBe(201);
     expect((await call(s.base, "GET", "/api/v1/users", { token: tokens.lim })).status).toBe(200);

@@ -241,7 +241,7 @@ describe("9. switching API access off and on again does not revive old tokens", 
     // Unrelated edits keep tokens alive, and nothing of the mechanism shows.
     const third = await tokenFor(s.base, "apiuser@example.com", PW);
     const edited = await s.apiJson("PUT", `/api/v1/users/${u.uuid}`, { name: "Renamed" });
-    expect(Object.keys(edited.body!.users[u.uuid]).sort()).toEqual(["_created", "_created_by", "_modified", "_modified_by", "email", "name", "uuid"]);
+    expect(Object.keys(edited.body!.users[u.uuid]).sort()).toEqual(["_created", "_created_by", "_modified", "_modified_by", "email", "name", "two_factor", "uuid"]);
     expect((await call(s.base, "GET", "/api/v1/auth/token", { token: third })).status).toBe(200);
     expect((await s.apiJson("PUT", `/api/v1/users/${u.uuid}`, { token_epoch: "x" })).status).toBe(422);
   });

@@ -153,8 +153,9 @@ function keep(before: Values | null, after: Values, key: string): void {
 export async function guardAccountWrite(site: Site, tx: StoreTx, p: Principal, def: ResourceDef, w: AccountWrite): Promise<void> {
   if (!ACCOUNT_RESOURCES.has(def.name)) return;
   const caller = await currentCaller(site, tx, p);
-  const own = def.name === "users" && caller.kind === "user" && caller.uuid === w.uuid && w.before !== null && w.after !== null;
-  // A user's edit of their own record is judged by the self_edit rule instead of edit-users.
+  // A user's edit of their own record is judged by the self_edit rule instead of edit-users; an API
+  // key limited to a list has no such right of its own (edit-users must be on its list).
+  const own = def.name === "users" && caller.kind === "user" && caller.uuid === w.uuid && w.before !== null && w.after !== null && !caller.apiKey?.permissions;
   if (!own) for (const action of w.via) authorize(caller, def.name, action, action === "create" || action === "import" ? undefined : w.uuid);
   if (def.name === "roles") return guardRole(caller, w);
   await guardUser(site, tx, def, caller, w);
