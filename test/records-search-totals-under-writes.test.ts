@@ -33,8 +33,11 @@ for (const workers of ["1", "2"]) describe(`RESD_READ_WORKERS=${workers}`, () =>
     let n = SEED;
     let stop = false;
     const wrong: string[] = [];
+    let reads = 0;
     const writer = (async () => {
-      for (let i = 0; i < 150; i++) {
+      // At least 150 create/delete pairs, and on until the readers have read a good many totals in
+      // between (a loaded machine reads fewer per write): the test is about reads amid writes.
+      for (let i = 0; i < 150 || (reads <= 100 && i < 1500); i++) {
         const created = await s.apiJson("POST", "/api/v1/notes", { name: `zqx new ${i}` });
         ids.push(Object.keys(created.body!.notes)[0]);
         n++;
@@ -44,7 +47,6 @@ for (const workers of ["1", "2"]) describe(`RESD_READ_WORKERS=${workers}`, () =>
       }
       stop = true;
     })();
-    let reads = 0;
     const readers = ["zqx", "zq", "zqx", "zq"].map(async (term) => {
       while (!stop) {
         const total = (await s.apiJson("GET", `/api/v1/notes?search=${term}&limit=1`)).body!.total as number;
