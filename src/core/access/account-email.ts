@@ -10,15 +10,15 @@ import { publicBase, queueMail, requireMail } from "../mail/send";
 import { prepareValues } from "../records/prepare";
 import { actor, writers } from "../records/service";
 import type { Site } from "../site";
-import type { RecordReads, StoredRecord } from "../store/types";
+import type { RecordReads } from "../store/types";
 import { checkEmail, putUserToken } from "./account-reset";
-import { issueToken, tokenHolds, tokenUser } from "./account-tokens";
+import { invalidLink, issueToken, tokenHolds, tokenUser } from "./account-tokens";
 import { SYSTEM, type Principal } from "./permissions";
 import { clearFailures, reserveAttempt } from "./rate-limit";
-import type { UserRow } from "./users";
+import { parseUser } from "./users";
 
-const parse = (row: StoredRecord) => ({ ...(JSON.parse(row.data) as Omit<UserRow, "uuid">), uuid: row.uuid }) as UserRow;
-const INVALID_LINK = () => new AppError(400, "INVALID_DATA", "this link is invalid, expired or used already; ask for the change again", { errors: { token: "invalid, expired or used" } });
+const parse = parseUser;
+const INVALID_LINK = () => invalidLink("ask for the change again");
 
 export async function requestEmailChange(site: Site, p: Principal, body: { email?: unknown; password?: unknown }): Promise<{ ok: true; pending: string }> {
   if (p.kind !== "user" || !p.uuid) throw unauthorized("changing the e-mail address needs a signed-in user");

@@ -13,11 +13,11 @@ import { prepareValues } from "../records/prepare";
 import { actor, createRecord, writers } from "../records/service";
 import type { Site } from "../site";
 import type { StoreTx, StoredRecord } from "../store/types";
-import { issueToken, tokenHolds, tokenUser, type StoredToken, type TokenKind } from "./account-tokens";
+import { invalidLink, issueToken, tokenHolds, tokenUser, type StoredToken, type TokenKind } from "./account-tokens";
 import { authorize, SYSTEM, type Principal } from "./permissions";
 import { clearFailures, takeHourly } from "./rate-limit";
 import { passwordFingerprint } from "./tokens";
-import { findUserByEmail, type UserRow } from "./users";
+import { findUserByEmail, parseUser } from "./users";
 
 /** Resets asked per address and per client each hour (documented in docs/limits.md). */
 export const RESET_PER_ADDRESS = 3;
@@ -25,9 +25,8 @@ export const RESET_PER_CLIENT = 20;
 /** Every reset request takes at least this long, whatever it found: its time tells nothing. */
 const RESET_FLOOR_MS = 400;
 
-const INVALID_LINK = () => new AppError(400, "INVALID_DATA", "this link is invalid, expired or used already; ask for a new one", { errors: { token: "invalid, expired or used" } });
-
-const parse = (row: StoredRecord) => ({ ...(JSON.parse(row.data) as Omit<UserRow, "uuid">), uuid: row.uuid }) as UserRow;
+const INVALID_LINK = () => invalidLink("ask for a new one");
+const parse = parseUser;
 
 /** Writes a hidden token field of a user inside `tx` (no history: users keep none; never shown). */
 export async function putUserToken(tx: StoreTx, row: StoredRecord, field: "password_reset_token" | "change_email_token", stored: StoredToken | null): Promise<void> {

@@ -5,6 +5,7 @@
  * (`password_reset_token`, `change_email_token`). A token is used up by the write that uses it.
  */
 import { timingSafeEqual } from "node:crypto";
+import { AppError } from "../errors";
 import type { UserRow } from "./users";
 
 export type TokenKind = "reset" | "invite" | "email";
@@ -37,3 +38,6 @@ export function tokenHolds(stored: unknown, secret: string, kinds: readonly Toke
 }
 
 export const storedToken = (user: UserRow, field: "password_reset_token" | "change_email_token"): unknown => user[field];
+
+/** 400 for a link that is malformed, expired, used, another user's or outlived by a password change. */
+export const invalidLink = (then: string) => new AppError(400, "INVALID_DATA", `this link is invalid, expired or used already; ${then}`, { errors: { token: "invalid, expired or used" } });

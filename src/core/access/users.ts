@@ -14,7 +14,7 @@ export type UserRow = { uuid: string; email: string; name?: string; password?: s
 export const ADMIN_ROLE = "admin";
 export const ALL = "(all)";
 
-const parseUser = (row: StoredRecord): UserRow => ({ ...(JSON.parse(row.data) as Omit<UserRow, "uuid">), uuid: row.uuid }) as UserRow;
+export const parseUser = (row: StoredRecord): UserRow => ({ ...(JSON.parse(row.data) as Omit<UserRow, "uuid">), uuid: row.uuid }) as UserRow;
 
 export async function findUserByEmail(site: Site, email: string): Promise<UserRow | null> {
   const row = await site.store.findBy("users", "email", email.trim().toLowerCase());
