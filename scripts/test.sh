@@ -37,18 +37,14 @@ export RESD_TEST_POSTGRES_URL
 SAME_ON_BOTH="admin-accounts|admin-agent-chat|admin-editor-day|admin-realtime|admin-dashboard|admin-media-library|admin-pickers|admin-a11y|admin-narrow|admin-i18n|house-rules|limits-slow-bodies|security-headers|build-sharp|files-units|hooks-unit|jobs-queue-plan|json-members|ops-tar|permissions|query-compiler|release-binary|store-checkpointer|store-counts|store-memo|store-transactions|transfer-format|transfer-keytable|scale-out|transfer-migrate-store|transfer-worker|admin-pages|admin-forms|cli-exit-codes|cli-pipes|ops-config|readme|mask-url|openapi-client|realtime-instances|cors|access-cli|ops-backup|records-history|transfer-migrate|store-memo-revise|store-search-merge|store-record-cache|hooks-binary|cli-global-options|hooks-startup|docs-records"
 
 logs=$(mktemp -d)
-if [ "$#" -gt 0 ]; then targets=("$@"); else mapfile -t targets < <(ls test/*.test.ts | grep -Ev "/($SAME_ON_BOTH)\.test\.ts$"); fi
-# The two runs go side by side: most of a test's time is spent waiting (servers starting, streams,
-# polls), so together they take far less than one after the other. RESD_TEST_SERIAL=1: one by one.
-echo "== tests on PostgreSQL (${#targets[@]} files) run beside those on SQLite; their output follows"
-RESD_TEST_DATABASE_URL="$RESD_TEST_POSTGRES_URL" bun test --timeout 60000 "${targets[@]}" > "$logs/postgres.txt" 2>&1 &
-pg=$!
-if [ -n "${RESD_TEST_SERIAL:-}" ]; then wait "$pg"; second=$?; fi
 echo "== tests on SQLite"
 bun test --timeout 60000 "$@" 2>&1 | tee "$logs/sqlite.txt"
 first=${PIPESTATUS[0]}
-[ -n "${RESD_TEST_SERIAL:-}" ] || { wait "$pg"; second=$?; }
-echo "== tests on PostgreSQL"; cat "$logs/postgres.txt"
+
+if [ "$#" -gt 0 ]; then targets=("$@"); else mapfile -t targets < <(ls test/*.test.ts | grep -Ev "/($SAME_ON_BOTH)\.test\.ts$"); fi
+echo "== tests on PostgreSQL (${#targets[@]} files)"
+RESD_TEST_DATABASE_URL="$RESD_TEST_POSTGRES_URL" bun test --timeout 60000 "${targets[@]}" 2>&1 | tee "$logs/postgres.txt"
+second=${PIPESTATUS[0]}
 
 count() { grep -Eo "^ *[0-9]+ $1\$" "$logs"/*.txt | awk -F: '{ s += $2 } END { print s + 0 }'; }
 echo "SQLite run exit $first, PostgreSQL run exit $second"
