@@ -42,13 +42,18 @@ function parts(raw: string): { type: string; body: string }[] {
   return body.split(`--${boundary}`).slice(1).filter((p) => !p.startsWith("--")).flatMap((p) => parts(p.replace(/^\r?\n/, "")));
 }
 
-export async function mailBox(): Promise<MailBox> {
+/** `port`: listen there (0: any free port); `refuse`: recipients answered 550 (the mail is not taken). */
+export async function mailBox(opts: { port?: number; refuse?: (to: string) => boolean } = {}): Promise<MailBox> {
   const mails: ReceivedMail[] = [];
   const waiters = new Set<() => void>();
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ["STARTTLS"],
     logger: false,
+    onRcptTo(address, _session, callback) {
+      if (opts.refuse?.(address.address)) return callback(Object.assign(new Error("mailbox unavailable"), { responseCode: 550 }));
+      callback();
+    },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on("data", (c: Buffer) => chunks.push(c));
@@ -70,7 +75,7 @@ export async function mailBox(): Promise<MailBox> {
       });
     },
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => server.listen(opts.port ?? 0, "127.0.0.1", resolve));
   const port = (server.server.address() as AddressInfo).port;
   return {
     url: `smtp://127.0.0.1:${port}`,
