@@ -7,7 +7,7 @@
 import type { Principal } from "../core/access/permissions";
 import { knownTokenPrincipal, tokenPrincipal } from "../core/access/tokens";
 import { anonymousPrincipal } from "../core/access/anonymous";
-import { apiKeyPrincipal, isApiKey } from "../core/access/api-keys";
+import { apiKeyPrincipal, isApiKey, knownApiKeyPrincipal } from "../core/access/api-keys";
 import { enrolFirst } from "../core/access/users";
 import { SESSION_COOKIE, sessionPrincipal } from "../core/access/sessions";
 import type { Site } from "../core/site";
@@ -94,13 +94,13 @@ async function caller(site: Site, request: Request): Promise<Principal> {
 /**
  * The caller when that is known without waiting: a bearer token checked before (and nothing it
  * depends on changed since), or an anonymous visitor who sends no session cookie. Null otherwise
- * (API keys, callers who must enrol first): `authenticate` decides, with its errors.
+ * (callers who must enrol first): `authenticate` decides, with its errors.
  */
 export function knownPrincipal(site: Site, request: Request): Principal | null {
   const header = request.headers.get("authorization");
   if (header) {
     const m = BEARER.exec(header);
-    const known = m && !isApiKey(m[1]) ? knownTokenPrincipal(site, m[1]) : null;
+    const known = m ? (isApiKey(m[1]) ? knownApiKeyPrincipal(site, m[1]) : knownTokenPrincipal(site, m[1])) : null;
     return known && !known.mustEnrol2fa ? known : null;
   }
   return cookieValue(request, SESSION_COOKIE) ? null : anonymousPrincipal(site);
