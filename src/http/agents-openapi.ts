@@ -8,7 +8,7 @@ import { hasPermission, type Principal } from "../core/access/permissions";
 import { MAX_TEXT } from "../core/agents/chat";
 import { AGENT_ID } from "../core/agents/definitions";
 import { AGENT_REMOTE, MAX_EARLIER } from "../core/agents/remote";
-import { chatPermission, roster, teamOf } from "../core/agents/roster";
+import { roster, teamOf } from "../core/agents/roster";
 import { AGENT_ACT, TOOLS, toolsFor } from "../core/agents/tools";
 import type { Site } from "../core/site";
 
@@ -211,10 +211,11 @@ function mcpPath(p: Principal): Record<string, unknown> {
 export function agentsPaths(site: Site, p: Principal, paths: Record<string, unknown>, schemas: Record<string, Schema>, tokens: boolean): boolean {
   if (p.kind !== "user") return false;
   const before = Object.keys(paths).length;
-  const team = [...teamOf(site, p).keys()];
-  if (team.length) paths["/api/v1/agent-chat"] = chatPath(team);
+  const all = roster(site);
+  const mine = teamOf(site, p, all);
+  if (mine.size) paths["/api/v1/agent-chat"] = chatPath([...mine.keys()]);
   if (tokens && hasPermission(p, AGENT_REMOTE)) {
-    const own = [...roster(site)].filter(([id, a]) => !a.home && hasPermission(p, chatPermission(id))).map(([id]) => id);
+    const own = [...mine].filter(([, a]) => !a.home).map(([id]) => id);
     paths["/api/v1/agent-remote"] = remotePath(own);
   }
   if (tokens) paths["/api/v1/mcp"] = mcpPath(p);

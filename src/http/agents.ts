@@ -12,7 +12,7 @@ import { conversationView, getConversationView, listConversations, markRead, pos
 import { getConversation, ownConversation } from "../core/agents/conversations";
 import { follow, type LiveEvent } from "../core/agents/live";
 import { remoteAsk, remoteUpdates } from "../core/agents/remote";
-import { requireTeam } from "../core/agents/roster";
+import { requireTeam, roster } from "../core/agents/roster";
 import { AppError, badRequest, methodNotAllowed, unauthorized } from "../core/errors";
 import type { Site } from "../core/site";
 import { handle, type Ctx } from "./context";
@@ -62,7 +62,9 @@ async function chat(c: Ctx): Promise<Response> {
  */
 async function events(c: Ctx, p: Principal, uuid: unknown): Promise<Response> {
   const site = c.site;
-  const team = requireTeam(site, p);
+  // Read once for the stream: it names the agents in every `state` (their files are read when asked).
+  const all = roster(site);
+  const team = requireTeam(site, p, all);
   const first = await ownConversation(site, p.uuid!, uuid);
   const enc = new TextEncoder();
   let stop = () => {};
@@ -82,7 +84,7 @@ async function events(c: Ctx, p: Principal, uuid: unknown): Promise<Response> {
       const look = async () => {
         const now = await getConversation(site, first.uuid);
         if (!now || now.owner !== p.uuid) return end();
-        const view = conversationView(site, now, team);
+        const view = conversationView(site, now, team, all);
         // What the follower would see differs: a message, a run's state or step (seconds of `modified` are too coarse).
         const shown = JSON.stringify([view.messages.at(-1)?.id, view.messages.length, view.working]);
         if (shown !== seen) {

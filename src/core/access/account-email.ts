@@ -11,13 +11,12 @@ import { prepareValues } from "../records/prepare";
 import { actor, writers } from "../records/service";
 import type { Site } from "../site";
 import type { RecordReads } from "../store/types";
-import { checkEmail, putUserToken } from "./account-reset";
+import { checkEmail, putUserToken, withToken } from "./account-reset";
 import { invalidLink, issueToken, tokenHolds, tokenUser } from "./account-tokens";
 import { SYSTEM, type Principal } from "./permissions";
-import { clearFailures, reserveAttempt } from "./rate-limit";
+import { checkPassword } from "./login";
 import { parseUser } from "./users";
 
-const parse = parseUser;
 const INVALID_LINK = () => invalidLink("ask for the change again");
 
 export async function requestEmailChange(site: Site, p: Principal, body: { email?: unknown; password?: unknown }): Promise<{ ok: true; pending: string }> {
@@ -30,11 +29,8 @@ export async function requestEmailChange(site: Site, p: Principal, body: { email
   // The new address as a users' e-mail must be (the field's own check), its uniqueness aside: told at confirmation only.
   const reads: RecordReads = { get: (r, u) => site.store.get(r, u), findBy: async () => null, findByKey: async () => null, all: (r) => site.store.all(r) };
   const checked = await prepareValues(reads, def, { email }, "update", p.uuid, { passwordMinLength: site.config.passwordMinLength });
-  const me = parse((await site.store.get("users", p.uuid))!);
-  // The password is guessed like at sign-in: counted, and locked after too many.
-  await reserveAttempt(site, me.email);
-  if (typeof me.password !== "string" || !(await Bun.password.verify(body.password, me.password))) throw new AppError(401, "INVALID_CREDENTIALS", "wrong password");
-  await clearFailures(site, me.email);
+  const me = parseUser((await site.store.get("users", p.uuid))!);
+  await checkPassword(site, me, body.password);
   if (checked.email === me.email) throw new AppError(422, "INVALID_DATA", "that is the account's address already", { errors: { email: "is the current address" } });
   await site.store.transaction(async (tx) => {
     const row = await tx.get("users", p.uuid!);
@@ -55,13 +51,12 @@ export async function confirmEmailChange(site: Site, token: unknown): Promise<{ 
   const email = await site.store.transaction(async (tx) => {
     const row = await tx.get("users", t.user);
     if (!row) throw INVALID_LINK();
-    const stored = parse(row).change_email_token;
+    const stored = parseUser(row).change_email_token;
     if (!tokenHolds(stored, t.secret, ["email"]) || typeof stored.email !== "string") throw INVALID_LINK();
     const taken = await site.store.findBy("users", "email", stored.email, row.uuid);
     if (taken) throw new AppError(409, "CONFLICT", `${stored.email} belongs to another account now`);
-    const cleared = { ...row, data: JSON.stringify({ ...JSON.parse(row.data), change_email_token: undefined }) };
     // The unique index on e-mail decides a race with another account taking the address (409 too).
-    await writers.updatePrepared(site, tx, def, cleared, { email: stored.email }, actor(SYSTEM, "edit"));
+    await writers.updatePrepared(site, tx, def, withToken(row, "change_email_token", null), { email: stored.email }, actor(SYSTEM, "edit"));
     return stored.email;
   }, { exclusive: "users" });
   return { ok: true, email };

@@ -9,7 +9,7 @@ import { prepareValues } from "../records/prepare";
 import { actor, writers } from "../records/service";
 import type { Site } from "../site";
 import { SYSTEM, type Principal } from "./permissions";
-import { clearFailures, reserveAttempt } from "./rate-limit";
+import { checkPassword } from "./login";
 import { findUser, type UserRow } from "./users";
 
 export async function changeOwnPassword(site: Site, p: Principal, body: { password?: unknown; new_password?: unknown }): Promise<UserRow> {
@@ -25,9 +25,7 @@ export async function changeOwnPassword(site: Site, p: Principal, body: { passwo
       if (e instanceof AppError && e.extra.errors?.password) throw new AppError(422, "INVALID_DATA", e.details, { errors: { new_password: e.extra.errors.password } });
       throw e;
     });
-  await reserveAttempt(site, me.email);
-  if (typeof me.password !== "string" || !(await Bun.password.verify(body.password, me.password))) throw new AppError(401, "INVALID_CREDENTIALS", "the current password is wrong");
-  await clearFailures(site, me.email);
+  await checkPassword(site, me, body.password);
   await site.store.transaction(async (tx) => {
     const row = await tx.get("users", me.uuid);
     if (!row) throw unauthorized("not signed in");

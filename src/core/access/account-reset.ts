@@ -26,15 +26,20 @@ export const RESET_PER_CLIENT = 20;
 const RESET_FLOOR_MS = 400;
 
 const INVALID_LINK = () => invalidLink("ask for a new one");
-const parse = parseUser;
 
-/** Writes a hidden token field of a user inside `tx` (no history: users keep none; never shown). */
-export async function putUserToken(tx: StoreTx, row: StoredRecord, field: "password_reset_token" | "change_email_token", stored: StoredToken | null): Promise<void> {
+type TokenField = "password_reset_token" | "change_email_token";
+
+/** The user's row with a hidden token field set, or without it (`null`: the token is used up). */
+export function withToken(row: StoredRecord, field: TokenField, stored: StoredToken | null): StoredRecord {
   const data = JSON.parse(row.data) as Record<string, unknown>;
   if (stored) data[field] = stored;
   else delete data[field];
-  await tx.update("users", { ...row, data: JSON.stringify(data) });
+  return { ...row, data: JSON.stringify(data) };
 }
+
+/** Writes a hidden token field of a user inside `tx` (no history: users keep none; never shown). */
+export const putUserToken = (tx: StoreTx, row: StoredRecord, field: TokenField, stored: StoredToken): Promise<void> =>
+  tx.update("users", withToken(row, field, stored));
 
 export function checkEmail(raw: unknown): string {
   if (typeof raw !== "string" || !raw.trim() || raw.length > 254) throw new AppError(422, "INVALID_DATA", "`email` must be an e-mail address", { errors: { email: "must be an e-mail address" } });
@@ -57,7 +62,7 @@ export async function requestReset(site: Site, rawEmail: unknown, client: string
     await site.store.transaction(async (tx) => {
       const row = await tx.get("users", user.uuid);
       if (!row) return;
-      const current = parse(row);
+      const current = parseUser(row);
       // An invitation not yet accepted stays one: its mail is sent again instead.
       const invite = !current.password;
       const { token, stored } = issueToken(user.uuid, invite ? "invite" : "reset", invite ? site.config.inviteTtl : site.config.resetTtl, { pfp: passwordFingerprint(current) });
@@ -80,12 +85,11 @@ export async function confirmReset(site: Site, token: unknown, password: unknown
   const email = await site.store.transaction(async (tx) => {
     const row = await tx.get("users", t.user);
     if (!row) throw INVALID_LINK();
-    const user = parse(row);
+    const user = parseUser(row);
     const stored = user.password_reset_token;
     // A reset link dies with the password it was issued against (changed another way since).
     if (!tokenHolds(stored, t.secret, ["reset", "invite"]) || (stored.pfp !== undefined && stored.pfp !== passwordFingerprint(user))) throw INVALID_LINK();
-    const cleared = { ...row, data: JSON.stringify({ ...JSON.parse(row.data), password_reset_token: undefined }) };
-    await writers.updatePrepared(site, tx, def, cleared, values, actor(SYSTEM, "edit"));
+    await writers.updatePrepared(site, tx, def, withToken(row, "password_reset_token", null), values, actor(SYSTEM, "edit"));
     if (stored.kind === "reset" && mailConfigured(site)) await queueMail(site, tx, passwordChangedNotice(site, user.email));
     return user.email;
   }, { exclusive: "users" });
@@ -100,8 +104,9 @@ export async function makeResetLink(site: Site, rawEmail: string): Promise<{ lin
   return site.store.transaction(async (tx) => {
     const row = await tx.get("users", user.uuid);
     if (!row) throw notFound(`no user with e-mail ${rawEmail}`);
-    const kind: TokenKind = parse(row).password ? "reset" : "invite";
-    const { token, stored } = issueToken(user.uuid, kind, kind === "invite" ? site.config.inviteTtl : site.config.resetTtl, { pfp: passwordFingerprint(parse(row)) });
+    const current = parseUser(row);
+    const kind: TokenKind = current.password ? "reset" : "invite";
+    const { token, stored } = issueToken(user.uuid, kind, kind === "invite" ? site.config.inviteTtl : site.config.resetTtl, { pfp: passwordFingerprint(current) });
     await putUserToken(tx, row, "password_reset_token", stored);
     return { link: linkOrPath(site, token, kind), expires: stored.exp };
   }, { exclusive: "users" });
@@ -133,7 +138,7 @@ export async function invite(site: Site, p: Principal, body: Invitation, opts: {
   if (body.name !== undefined) fields.name = body.name;
   let link: string | undefined;
   const { row } = await createRecord(site, p, "users", fields, undefined, async (tx, made) => {
-    const { token, stored } = issueToken(made.uuid, "invite", site.config.inviteTtl, { pfp: passwordFingerprint(parse(made)) });
+    const { token, stored } = issueToken(made.uuid, "invite", site.config.inviteTtl, { pfp: passwordFingerprint(parseUser(made)) });
     await putUserToken(tx, made, "password_reset_token", stored);
     if (opts.mail) await queueMail(site, tx, inviteMail(site, email, token, opts.by ?? null));
     else link = linkOrPath(site, token, "invite");
@@ -152,8 +157,9 @@ export async function resendInvitation(site: Site, p: Principal, rawEmail: unkno
   const row = await site.store.transaction(async (tx) => {
     const current = await tx.get("users", user.uuid);
     if (!current) throw notFound(`no user with e-mail ${email}`);
-    if (parse(current).password) throw new AppError(409, "CONFLICT", `${email} accepted the invitation already (a password is set); a reset is what they need`);
-    const { token, stored } = issueToken(user.uuid, "invite", site.config.inviteTtl, { pfp: passwordFingerprint(parse(current)) });
+    const invited = parseUser(current);
+    if (invited.password) throw new AppError(409, "CONFLICT", `${email} accepted the invitation already (a password is set); a reset is what they need`);
+    const { token, stored } = issueToken(user.uuid, "invite", site.config.inviteTtl, { pfp: passwordFingerprint(invited) });
     await putUserToken(tx, current, "password_reset_token", stored);
     await queueMail(site, tx, inviteMail(site, email, token, by));
     return current;

@@ -148,6 +148,10 @@ export async function revokeApiKey(site: Site, id: string, owner: string | null)
 type Cached = { keys: number; users: number; roles: number; anon: Principal; expires: number | null; lastUsed: number | null; principal: Principal };
 const principals = new WeakMap<Site, Map<string, Cached>>();
 
+/** A cached answer still holds: nothing it rests on changed (the change marks, the allow files) and the key has not expired. */
+const fresh = (hit: Cached, keys: number | undefined, users: number | undefined, roles: number | undefined, anon: Principal, now: number) =>
+  hit.keys === keys && hit.users === users && hit.roles === roles && hit.anon === anon && !(hit.expires !== null && hit.expires <= now);
+
 /**
  * The caller behind an API key when that is known without waiting (the store reads its change
  * marks in place, and nothing the cached answer rests on changed): the hot read path's way, as for
@@ -158,9 +162,7 @@ export function knownApiKeyPrincipal(site: Site, bearer: string): Principal | nu
   const hit = principals.get(site)?.get(bearer);
   if (!now || !hit) return null;
   const t = nowSec();
-  const fresh = hit.keys === now.lastChange(API_KEYS) && hit.users === now.lastChange("users") && hit.roles === now.lastChange("roles")
-    && hit.anon === anonymousPrincipal(site) && !(hit.expires !== null && hit.expires <= t);
-  if (!fresh) return null;
+  if (!fresh(hit, now.lastChange(API_KEYS), now.lastChange("users"), now.lastChange("roles"), anonymousPrincipal(site), t)) return null;
   const m = KEY.exec(bearer);
   if (m) touch(site, m[1], hit, t);
   return hit.principal;
@@ -180,7 +182,7 @@ export async function apiKeyPrincipal(site: Site, bearer: string): Promise<Princ
   const anon = anonymousPrincipal(site);
   const now = nowSec();
   const hit = cache.get(bearer);
-  if (hit && hit.keys === keys && hit.users === users && hit.roles === roles && hit.anon === anon && !(hit.expires !== null && hit.expires <= now)) {
+  if (hit && fresh(hit, keys, users, roles, anon, now)) {
     touch(site, m[1], hit, now);
     return hit.principal;
   }

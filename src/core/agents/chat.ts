@@ -36,8 +36,7 @@ function userOf(p: Principal): string {
 export const timedOut = (site: Site, r: Run, now = Date.now()) => now - r.started > site.config.agentRunTimeout * 1000;
 
 /** The runs the chat shows: open ones, and those that failed since the owner last wrote. */
-function workingView(site: Site, c: Conversation): WorkingView[] {
-  const names = roster(site);
+function workingView(site: Site, c: Conversation, names: Map<string, RosterAgent>): WorkingView[] {
   const lastAsked = c.messages.findLast((m) => m.from === "user")?.at ?? 0;
   const out: WorkingView[] = [];
   for (const r of c.runs) {
@@ -51,8 +50,9 @@ function workingView(site: Site, c: Conversation): WorkingView[] {
   return out;
 }
 
-export function conversationView(site: Site, c: Conversation, team: Map<string, RosterAgent>): ConversationView {
-  return { uuid: c.uuid, title: c.title, team: teamView(team), messages: c.messages, working: workingView(site, c) };
+/** `all`: the site's agents (roster.ts), which name the runs of agents the user may no longer ask too. */
+export function conversationView(site: Site, c: Conversation, team: Map<string, RosterAgent>, all: Map<string, RosterAgent>): ConversationView {
+  return { uuid: c.uuid, title: c.title, team: teamView(team), messages: c.messages, working: workingView(site, c, all) };
 }
 
 /** When the conversation last changed, in milliseconds (as a message's `at`): its latest message or run step. */
@@ -73,8 +73,9 @@ export async function listConversations(site: Site, p: Principal) {
 }
 
 export async function getConversationView(site: Site, p: Principal, uuid: unknown): Promise<ConversationView> {
-  const team = requireTeam(site, p);
-  return conversationView(site, await ownConversation(site, userOf(p), uuid), team);
+  const all = roster(site);
+  const team = requireTeam(site, p, all);
+  return conversationView(site, await ownConversation(site, userOf(p), uuid), team, all);
 }
 
 export async function unread(site: Site, p: Principal) {
@@ -113,8 +114,7 @@ const MENTION = /(?:^|[^\w@.])@([a-z0-9][a-z0-9_-]{0,62})\b/g;
  * An @word that names no agent is text (an address, a handle); one naming an agent the user may not
  * ask is refused (403).
  */
-export function addressed(site: Site, text: string, c: Conversation | null, team: Map<string, RosterAgent>): string[] {
-  const known = roster(site);
+export function addressed(text: string, c: Conversation | null, team: Map<string, RosterAgent>, known: Map<string, RosterAgent>): string[] {
   const mentioned = [...new Set([...text.matchAll(MENTION)].map((m) => m[1]))].filter((id) => known.has(id));
   const refused = mentioned.filter((id) => !team.has(id));
   if (refused.length) throw denied(refused.map(chatPermission), `you may not ask ${refused.map((id) => `@${id}`).join(", ")}`);
@@ -134,12 +134,13 @@ export async function queueRun(site: Site, tx: StoreTx, c: Conversation, agent: 
 }
 
 export async function post(site: Site, p: Principal, body: { uuid?: unknown; text?: unknown }): Promise<ConversationView> {
-  const team = requireTeam(site, p);
+  const all = roster(site);
+  const team = requireTeam(site, p, all);
   const owner = userOf(p);
   const text = checkText(body.text);
   if (body.uuid !== undefined && typeof body.uuid !== "string") throw badRequest("`uuid` must be a conversation's uuid (leave it out for a new conversation)");
   const existing = body.uuid === undefined ? null : await ownConversation(site, owner, body.uuid);
-  const to = addressed(site, text, existing, team);
+  const to = addressed(text, existing, team, all);
   const refuseBusy = (c: Conversation) => {
     const busy = openRuns(c).filter((r) => to.includes(r.agent) && !timedOut(site, r));
     if (busy.length) throw new AppError(409, "CONFLICT", `${busy.map((r) => `@${r.agent}`).join(", ")} is still answering in this conversation; wait for the reply`);
@@ -157,8 +158,8 @@ export async function post(site: Site, p: Principal, body: { uuid?: unknown; tex
   if (existing) {
     const done = await changeConversation(site, existing.uuid, write);
     if (!done) throw new AppError(404, "RESOURCE_NOT_FOUND", `conversation ${existing.uuid} does not exist`);
-    return conversationView(site, done.c, team);
+    return conversationView(site, done.c, team, all);
   }
   const { c } = await newConversation(site, owner, {}, write);
-  return conversationView(site, c, team);
+  return conversationView(site, c, team, all);
 }

@@ -38,18 +38,18 @@ export function roster(site: Site): Map<string, RosterAgent> {
   return all;
 }
 
-/** The agents `p` may chat with, id → agent. */
-export function teamOf(site: Site, p: Principal): Map<string, RosterAgent> {
+/** The agents `p` may chat with, id → agent (`all`: the roster, when the caller has read it already). */
+export function teamOf(site: Site, p: Principal, all = roster(site)): Map<string, RosterAgent> {
   const team = new Map<string, RosterAgent>();
   if (p.kind !== "user") return team;
-  for (const [id, a] of roster(site)) if (hasPermission(p, chatPermission(id))) team.set(id, a);
+  for (const [id, a] of all) if (hasPermission(p, chatPermission(id))) team.set(id, a);
   return team;
 }
 
 /** The team, or 403 naming the permissions that would open the chat. */
-export function requireTeam(site: Site, p: Principal): Map<string, RosterAgent> {
-  const team = teamOf(site, p);
+export function requireTeam(site: Site, p: Principal, all = roster(site)): Map<string, RosterAgent> {
+  const team = teamOf(site, p, all);
   if (team.size) return team;
-  const ids = [...roster(site).keys()];
+  const ids = [...all.keys()];
   throw denied((ids.length ? ids : [DEFAULT_AGENT]).map(chatPermission), "chatting with agents needs chat-<agent> for at least one agent");
 }
