@@ -392,6 +392,88 @@ describe("two instances on one database and one bucket", () => {
   });
 });
 
+describe("writes on two instances at once (grouped transactions, change marks by slot)", () => {
+  test("400 concurrent creates on both instances each land once; totals, lists and ETags agree on both and move with every commit", async () => {
+    const before = Number(psql(dbUrl, `SELECT count(*) FROM "r:notes"`));
+    const made = new Set<string>();
+    await Promise.all(Array.from({ length: 16 }, async (_, w) => {
+      for (let i = 0; i < 25; i++) {
+        const r = await call((w % 2 ? B! : A!).base, "POST", "/api/v1/notes", { token, body: { title: `c${w}-${i}`, year: w } });
+        expect(r.status).toBe(201);
+        made.add(Object.keys(r.body!.notes)[0]!);
+      }
+    }));
+    expect(made.size).toBe(400);
+    expect(Number(psql(dbUrl, `SELECT count(*) FROM "r:notes"`))).toBe(before + 400);
+    expect(Number(psql(dbUrl, `SELECT count(DISTINCT data->>'title') FROM "r:notes" WHERE data->>'title' ~ '^c[0-9]+-[0-9]+$'`))).toBe(400);
+    // Every create is readable on both, and both count them all.
+    for (const s of [A!, B!]) {
+      expect((await call(s.base, "GET", "/api/v1/notes?limit=1", { token })).body!.total).toBe(before + 400);
+      for (const uuid of [...made].slice(0, 40)) expect((await call(s.base, "GET", `/api/v1/notes/${uuid}`, { token })).status).toBe(200);
+    }
+    // The change mark is read from the database: the same list has the same ETag on both instances.
+    const path = "/api/v1/notes?limit=5&sort=year";
+    const tagA = (await call(A!.base, "GET", path, { token })).headers.get("etag")!;
+    const tagB = (await call(B!.base, "GET", path, { token })).headers.get("etag")!;
+    expect(tagA).toBeTruthy();
+    expect(tagB).toBe(tagA);
+    expect((await call(B!.base, "GET", path, { token, headers: { "if-none-match": tagA } })).status).toBe(304);
+    // One more commit on A: the tag moves on both, and the old one no longer answers 304 anywhere.
+    expect((await call(A!.base, "POST", "/api/v1/notes", { token, body: { title: "one more" } })).status).toBe(201);
+    for (const s of [A!, B!]) {
+      const r = await until(`a new ETag on ${s === A ? "A" : "B"}`, async () => {
+        const r = await call(s.base, "GET", path, { token, headers: { "if-none-match": tagA } });
+        return r.status === 200 ? r : null;
+      }, 2000);
+      expect(r.headers.get("etag")).not.toBe(tagA);
+      expect(r.body!.total).toBe(before + 401);
+    }
+  });
+
+  test("creates racing for one uuid (on both instances, among other creates): exactly one 201, the others 409, nothing else lost", async () => {
+    const uuid = "01a22000-0000-7000-8000-00000000abcd";
+    const results = await Promise.all([
+      ...Array.from({ length: 12 }, (_, i) => call((i % 2 ? A! : B!).base, "POST", "/api/v1/notes", { token, body: { uuid, title: `race ${i}` } })),
+      ...Array.from({ length: 24 }, (_, i) => call((i % 2 ? B! : A!).base, "POST", "/api/v1/notes", { token, body: { title: `bystander ${i}` } })),
+    ]);
+    const racers = results.slice(0, 12).map((r) => r.status);
+    expect(racers.filter((s) => s === 201)).toHaveLength(1);
+    expect(racers.filter((s) => s === 409)).toHaveLength(11);
+    for (const r of results.slice(0, 12)) if (r.status === 409) expect(r.body!.message).toBe("RESOURCE_EXISTS");
+    expect(results.slice(12).every((r) => r.status === 201)).toBe(true);
+    expect(psql(dbUrl, `SELECT count(*) FROM "r:notes" WHERE uuid = '${uuid}'`)).toBe("1");
+    expect(psql(dbUrl, `SELECT count(*) FROM "r:notes" WHERE data->>'title' LIKE 'bystander %'`)).toBe("24");
+    // The winner's title is the one stored.
+    const winner = results.slice(0, 12).findIndex((r) => r.status === 201);
+    expect(psql(dbUrl, `SELECT data->>'title' FROM "r:notes" WHERE uuid = '${uuid}'`)).toBe(`race ${winner}`);
+  });
+
+  test("a failing write among many grouped ones fails alone: a 404 update and a 412 precondition leave the others' writes whole", async () => {
+    const made = await Promise.all(Array.from({ length: 10 }, (_, i) => call(A!.base, "POST", "/api/v1/notes", { token, body: { title: `g${i}`, year: 1 } })));
+    const uuids = made.map((r) => Object.keys(r.body!.notes)[0]!);
+    const results = await Promise.all([
+      ...uuids.map((u, i) => call(A!.base, "PATCH", `/api/v1/notes/${u}`, { token, body: { year: 100 + i } })),
+      call(A!.base, "PATCH", "/api/v1/notes/01a22000-0000-7000-8000-0000000f0404", { token, body: { year: 5 } }),
+      call(A!.base, "PATCH", `/api/v1/notes/${uuids[0]}`, { token, body: { year: 7 }, headers: { "if-match": 'W/"not-the-tag"' } }),
+      ...Array.from({ length: 10 }, (_, i) => call(A!.base, "POST", "/api/v1/notes", { token, body: { title: `h${i}` } })),
+    ]);
+    expect(results.slice(0, 10).map((r) => r.status)).toEqual(Array(10).fill(200));
+    expect(results[10]!.status).toBe(404);
+    expect(results[11]!.status).toBe(412);
+    expect(results.slice(12).every((r) => r.status === 201)).toBe(true);
+    for (const [i, u] of uuids.entries()) expect(psql(dbUrl, `SELECT data->>'year' FROM "r:notes" WHERE uuid = '${u}'`)).toBe(String(100 + i));
+  });
+
+  test("a commit no instance announced (its instance died before telling) reaches the others' cached lists within two seconds", async () => {
+    const path = "/api/v1/notes?limit=1&filter=year:4242";
+    for (const s of [A!, B!]) expect((await call(s.base, "GET", path, { token })).body!.total).toBe(0);
+    // Written straight into the database, with its change mark, as a process that then died would.
+    psql(dbUrl, `BEGIN; INSERT INTO "r:notes" (uuid, data, _created, _modified) VALUES ('01a22000-0000-7000-8000-00000000dead', '{"title":"orphan","year":4242}', 1, 1);
+      UPDATE _resd_changes SET n = n + 1 WHERE resource = 'notes' AND slot = (SELECT min(slot) FROM _resd_changes WHERE resource = 'notes'); COMMIT;`);
+    for (const s of [A!, B!]) await until("the unannounced commit", async () => (await call(s.base, "GET", path, { token })).body!.total === 1, 2500, 100);
+  });
+});
+
 describe("upkeep shared by the instances", () => {
   test("the hourly history purge runs once for all instances: the others skip it for the rest of the hour", async () => {
     const one = await PgStore.open(dbUrl);

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Beyond one machine, measured on this one: the same records served by
 #   bare-resd  (../shared/bench/ref/bare-resd.ts on bun:sqlite: the record-route ceiling; TOTAL=0 = no count)
+#   barepg     (../shared/bench/ref/bare-resd-pg.ts: the same SQL straight on Bun.sql, on the same cluster:
+#              the ceiling resd on PostgreSQL is quoted against; the mixed run without the count)
 #   sqlite     one resd on SQLite (the default)
 #   pg1        one resd on PostgreSQL (a local cluster with fsync and synchronous commit on)
 #   pg1n       that one behind nginx (the proxy's own cost)
@@ -9,12 +11,12 @@
 # ../shared/bench/mixed/run.sh (random pages under writes, pages alone, search), one after the
 # other in one run. Every configuration starts from a fresh copy of the seeded data.
 # Also timed: `resd migrate --to postgres://…` of the seeded site.
-# Usage: bench/scale-out/run.sh        env: ROWS=1000000 D=10s ONLY="bare0 sqlite pg1 pg2" PG_PORT=55433
+# Usage: bench/scale-out/run.sh        env: ROWS=1000000 D=10s ONLY="bare0 barepg sqlite pg1 pg2" PG_PORT=55433
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"; ROOT="$(cd "$HERE/../.." && pwd)"
 SHARED="${SHARED_BENCH:-$ROOT/../shared/bench}"
 DATA="${BENCH_DATA:-/tmp/bench-data}"; ROWS="${ROWS:-1000000}"
-ONLY="${ONLY:-bare0 sqlite pg1 pg1n pg2}"; PG_PORT="${PG_PORT:-55433}"
+ONLY="${ONLY:-bare0 barepg sqlite pg1 pg1n pg2}"; PG_PORT="${PG_PORT:-55433}"
 ORIG="${SITE_ORIG:-$DATA/resd-site.orig}"; SITE="$DATA/resd-site"
 export RESD_PG_STATE=/tmp/resd-bench-postgres RESD_PG_DURABLE=1
 RESD="bun $ROOT/cli/main.ts"
@@ -41,6 +43,11 @@ t1=$(date +%s.%N)
 echo "# $(date -u +%FT%TZ) $(nproc) cores, rows=$ROWS, PostgreSQL $(psql "$PG" -XtAc 'SHOW server_version'), D=${D:-10s}"
 printf 'resd migrate --to postgres (%s records): %.1f s, %.0f records/s\n' "$ROWS" "$(echo "$t1 - $t0" | bc)" "$(echo "$ROWS / ($t1 - $t0)" | bc -l)"
 psql "$PG" -qXc "VACUUM ANALYZE" -d resd_bench_orig 2>/dev/null || psql "$ORIG_DB" -qXc "VACUUM ANALYZE"
+case " $ONLY " in *" barepg "*)
+  psql "$PG" -qXc "CREATE DATABASE bare_orig"
+  LOAD="$DATA/raw.db.orig" PG="${PG%/postgres}/bare_orig" bun "$SHARED/ref/bare-resd-pg.ts" > /dev/null
+  psql "${PG%/postgres}/bare_orig" -qXc "VACUUM ANALYZE" ;;
+esac
 
 TOKEN="$($RESD token bench@example.com --dir "$ORIG")"
 IDS="$DATA/scale-out.uuids.txt"
@@ -78,6 +85,15 @@ for c in $ONLY; do
       TOTAL=0 MODE=bun PORT=3201 DB="$DATA/raw.db" RESOURCE=items TOKEN=bench bun "$SHARED/ref/bare-resd.ts" > /dev/null 2>&1 & pids+=($!)
       wait_http http://127.0.0.1:3201/
       bash "$SHARED/mixed/run.sh" "bare-resd TOTAL=0" http://127.0.0.1:3201 "Bearer bench" items ;;
+    barepg)
+      for total in 1 0; do
+        psql "$PG" -qXc "DROP DATABASE IF EXISTS bare WITH (FORCE)" -qXc "CREATE DATABASE bare TEMPLATE bare_orig"
+        TOTAL=$total PG="${PG%/postgres}/bare" PORT=3211 RESOURCE=items TOKEN=bench bun "$SHARED/ref/bare-resd-pg.ts" > /dev/null 2>&1 & pids+=($!)
+        wait_http http://127.0.0.1:3211/
+        if [ "$total" = 1 ]; then measure "bare-pg" http://127.0.0.1:3211 "Bearer bench" "$DATA/raw.uuids.txt"
+        else bash "$SHARED/mixed/run.sh" "bare-pg TOTAL=0" http://127.0.0.1:3211 "Bearer bench" items; fi
+        stop_all
+      done ;;
     sqlite)
       serve 3301; measure "resd sqlite" http://127.0.0.1:3301 "Bearer $TOKEN" "$IDS"; stop_all
       rm -rf "$SITE"; cp -r "$ORIG" "$SITE"; sync "$SITE/data/resd.db"

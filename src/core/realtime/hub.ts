@@ -534,7 +534,7 @@ export class Hub {
     const changed: Change[] = [];
     for (const [resource, was] of this.known) {
       const now = await this.site.store.lastChange(resource).catch(() => was);
-      if (now > was) changed.push({ resource, action: "bulk", count: null });
+      if (now !== was) changed.push({ resource, action: "bulk", count: null });
       this.known.set(resource, now);
     }
     await this.recheck(true);

@@ -53,6 +53,9 @@ const MIGRATIONS: string[] = [
   COUNT_DELTAS_VACUUM,
   // A change an AI agent made for its asker names the agent (core/agents): "through agent <id>".
   `ALTER TABLE _resd_history ADD COLUMN via TEXT;`,
+  // Change marks by slot, so that writers of a resource do not queue on one row (postgres-marks.ts).
+  `ALTER TABLE _resd_changes ADD COLUMN slot INTEGER NOT NULL DEFAULT 0, ADD COLUMN n BIGINT NOT NULL DEFAULT 0;
+   ALTER TABLE _resd_changes DROP CONSTRAINT _resd_changes_pkey, ADD PRIMARY KEY (resource, slot);`,
 ];
 
 export async function migrateInternal(db: ReservedSQL): Promise<void> {

@@ -15,6 +15,10 @@ import type { ResourceDef } from "../definitions/types";
 import { CommitMemo, BoundedMemo, DEFAULT_CACHE_BYTES, memoShare, rowBytes } from "./memo";
 import { historyCols, numbered, PG_COLS, PgDialect } from "./postgres-dialect";
 import { PgTransactions, STREAM_BATCH, type PgError } from "./postgres-tx";
+import { Announcer, SnapshotWatch } from "./postgres-announce";
+import { SearchPlanner } from "./postgres-search";
+import { PgWriteGroups } from "./postgres-group";
+import { LAST_CHANGE_SQL, markOf, type MarkRow } from "./postgres-marks";
 import { migrateInternal, SCHEMA_LOCK, syncResource } from "./postgres-schema";
 import { PgJobs } from "./postgres-jobs";
 import { PgAccessStore } from "./access-postgres";
@@ -83,15 +87,29 @@ export class PgStore implements Store {
     this.sql = new SQL(url, options);
     this.writeSql = new SQL(url, options);
     this.queryBudgetMs = opts.queryBudgetMs ?? 10_000;
-    this.txs = new PgTransactions(this.writeSql, this.dialect, this.queryBudgetMs, CHANNEL, this.instance, () => {
+    this.txs = new PgTransactions(this.writeSql, this.dialect, this.queryBudgetMs, () => {
       this.local++;
+      this.announcer.announce();
     });
+    this.groups = new PgWriteGroups(this.txs);
+    this.announcer = new Announcer(() => this.writeSql.unsafe("SELECT pg_notify($1, $2)", [CHANNEL, this.instance]),
+      (e) => console.error("telling the other instances of a commit failed (they notice within a second):", e));
+    this.watch = new SnapshotWatch(this.sql, () => this.local++);
+    this.searchPlanner = new SearchPlanner(this.sql, (r) => this.dialect.table(r), (r) => this.dialect.searchText.get(r) ?? "''");
     this.lists = new FairGate(Math.max(1, options.max - RESERVED_READS), opts.maxQueriesPerCaller ?? 0);
     this.memo = new CommitMemo(memoShare(opts.cacheMaxBytes ?? DEFAULT_CACHE_BYTES), () => this.version());
     this.jobs = new PgJobs(this);
     this.access = new PgAccessStore(this);
   }
   private readonly queryBudgetMs: number;
+  /** Writes that wait while one group of them runs go together in the next (postgres-group.ts). */
+  private readonly groups: PgWriteGroups;
+  /** Tells the other instances of this one's commits, after they are done (postgres-announce.ts). */
+  private readonly announcer: Announcer;
+  /** Notices of commits that never came (their instance died in between) count within a second. */
+  private readonly watch: SnapshotWatch;
+  /** Which word of a search term the trigram index is asked for. */
+  private readonly searchPlanner: SearchPlanner;
 
   /** Realtime changes between instances: NOTIFY after the write committed, `<instance> <message>`. */
   readonly bus: InstanceBus = {
@@ -136,6 +154,8 @@ export class PgStore implements Store {
       // Few deltas keep totals one short lookup; whichever instance gets there first folds them.
       store.folding = setInterval(() => void store.fold(), FOLD_EVERY_MS);
       store.folding.unref();
+      await store.watch.look();
+      store.watch.start();
     } catch (e) {
       await Promise.all([store.sql.close(), store.writeSql.close()]).catch(() => {});
       throw new Error(`cannot use the database at ${maskUrl(url)}: ${(e as Error).message}`);
@@ -262,10 +282,23 @@ export class PgStore implements Store {
     yield* this.stream(resource, { where: "", args: [], orderBy: "ORDER BY id", limit: null, offset: 0 });
   }
 
-  /** A search term shorter than a trigram gains nothing from the index: it is answered by a scan. */
+  /**
+   * A search term shorter than a trigram gains nothing from the index: it is answered by a scan.
+   * A longer one of several words asks the index for its rarest word, and the whole term filters
+   * what that finds (postgres-search.ts).
+   */
   private plan<Q extends Pick<CompiledQuery, "where" | "args" | "search">>(q: Q): Q {
-    if (!q.search || Array.from(q.search.term).length >= 3) return q;
-    return { ...q, where: q.search.scan.where, args: q.search.scan.args, search: undefined };
+    if (!q.search) return q;
+    if (Array.from(q.search.term).length < 3) return { ...q, where: q.search.scan.where, args: q.search.scan.args, search: undefined };
+    const word = this.searchPlanner.narrowest(q.search.resource, q.search.term);
+    if (!word) return q;
+    // compileList puts the index's condition last, and its pattern last among the arguments.
+    const cond = this.dialect.searchIndex(q.search.resource);
+    const at = q.where.lastIndexOf(cond);
+    if (at < 0 || q.args.length === 0) return q;
+    const text = this.dialect.searchText.get(q.search.resource)!;
+    const where = `${q.where.slice(0, at)}${cond} AND (${text} || '') ILIKE ?${q.where.slice(at + cond.length)}`;
+    return { ...q, where, args: [...q.args.slice(0, -1), `%${word}%`, q.args[q.args.length - 1]!] };
   }
 
   private selectSql(resource: string, q: CompiledQuery): [string, SqlValue[]] {
@@ -344,8 +377,7 @@ export class PgStore implements Store {
   }
 
   async lastChange(resource: string): Promise<number> {
-    return this.memo.remember(`change\u0000${resource}`, async () =>
-      Number((await this.query<{ changed_ms: string }>("SELECT changed_ms FROM _resd_changes WHERE resource = ?", [resource]))[0]?.changed_ms ?? 0));
+    return this.memo.remember(`change\u0000${resource}`, async () => markOf(await this.query<MarkRow>(LAST_CHANGE_SQL, [resource])));
   }
 
   async history(resource: string, uuid: string): Promise<HistoryEntry[]> {
@@ -392,6 +424,8 @@ export class PgStore implements Store {
 
   async close(): Promise<void> {
     if (this.folding) clearInterval(this.folding);
+    this.watch.stop();
+    await this.announcer.settled();
     // What this process wrote (an import, a migrate --to) is folded before it leaves.
     await this.fold();
     await this.listening?.unlisten().catch(() => {});
@@ -408,6 +442,7 @@ export class PgStore implements Store {
   }
 
   transaction<T>(fn: (tx: StoreTx) => Promise<T>, opts: TxOptions = {}): Promise<T> {
+    if (!opts.exclusive && !opts.alone) return this.groups.transaction(fn);
     return this.txs.run(async (db, touched, after) => {
       // Other writers of the table wait (readers do not); two exclusive transactions run one after the other.
       // Such a transaction is long (an import) and may first wait for another: no statement budget.
