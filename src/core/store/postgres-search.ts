@@ -6,7 +6,9 @@
  * 1,600 pages (20 ms) to find one row. Asked for "123456" alone it reads 17 (under a millisecond),
  * and the whole term then filters the few rows found (the filter is written so that the planner
  * cannot hand it to the index too). A row holding the term holds each of its words, so the answer
- * is the same; only the work differs.
+ * is the same; only the work differs. The ids the index finds are taken as an array: left to
+ * itself, the planner sometimes read the table in the page's order hoping to fill a page of 20
+ * early, which for a rare term is the whole table (10 s).
  *
  * Which word is rarest comes from a sample of the resource's search texts (about 2,000, read
  * through TABLESAMPLE, again every 10 minutes). A word the sample does not hold counts as rarest;
@@ -33,16 +35,17 @@ export class SearchPlanner {
   constructor(private readonly sql: SQL, private readonly table: (resource: string) => string, private readonly text: (resource: string) => string) {}
 
   /**
-   * The word of `term` the index should be asked for, or null to ask for the whole term (it is one
-   * word, or every word is common). Never waits: a resource without a sample yet is sampled in the
+   * The word of `term` (or the whole term, when it is one word) the index should be asked for, or
+   * null when it is common: a common word is better found by reading the table in the page's order
+   * until the page is full. Never waits: a resource without a sample yet is sampled in the
    * background and meanwhile the longest word is taken.
    */
   narrowest(resource: string, term: string): string | null {
     const words = wordsOf(term);
-    if (words.length === 0 || (words.length === 1 && words[0]!.length === term.length)) return null;
+    if (words.length === 0) return null;
     const sample = this.sample(resource);
     const byLength = [...words].sort((a, b) => b.length - a.length);
-    if (!sample) return byLength[0]!;
+    if (!sample) return byLength.length === 1 && byLength[0] === term ? term : byLength[0]!;
     let best: string | null = null;
     let bestHits = Infinity;
     for (const w of byLength) {
@@ -51,7 +54,8 @@ export class SearchPlanner {
       for (const t of sample.texts) if (t.includes(folded)) hits++;
       if (hits < bestHits) [best, bestHits] = [w, hits];
     }
-    return sample.texts.length && bestHits / sample.texts.length > COMMON_SHARE ? null : best;
+    if (sample.texts.length && bestHits / sample.texts.length > COMMON_SHARE) return null;
+    return words.length === 1 && best === term ? term : best;
   }
 
   private sample(resource: string): Sample | undefined {

@@ -284,8 +284,8 @@ export class PgStore implements Store {
 
   /**
    * A search term shorter than a trigram gains nothing from the index: it is answered by a scan.
-   * A longer one of several words asks the index for its rarest word, and the whole term filters
-   * what that finds (postgres-search.ts).
+   * A longer one that is rare asks the index for its rarest word, and the whole term filters what
+   * that finds (postgres-search.ts); a common one reads the table in the page's order.
    */
   private plan<Q extends Pick<CompiledQuery, "where" | "args" | "search">>(q: Q): Q {
     if (!q.search) return q;
@@ -296,9 +296,11 @@ export class PgStore implements Store {
     const cond = this.dialect.searchIndex(q.search.resource);
     const at = q.where.lastIndexOf(cond);
     if (at < 0 || q.args.length === 0) return q;
+    const found = `id = ANY (ARRAY(SELECT id FROM ${this.dialect.table(q.search.resource)} WHERE ${cond}))`;
+    const [before, after] = [q.where.slice(0, at), q.where.slice(at + cond.length)];
+    if (word === q.search.term) return { ...q, where: `${before}${found}${after}` };
     const text = this.dialect.searchText.get(q.search.resource)!;
-    const where = `${q.where.slice(0, at)}${cond} AND (${text} || '') ILIKE ?${q.where.slice(at + cond.length)}`;
-    return { ...q, where, args: [...q.args.slice(0, -1), `%${word}%`, q.args[q.args.length - 1]!] };
+    return { ...q, where: `${before}${found} AND (${text} || '') ILIKE ?${after}`, args: [...q.args.slice(0, -1), `%${word}%`, q.args[q.args.length - 1]!] };
   }
 
   private selectSql(resource: string, q: CompiledQuery): [string, SqlValue[]] {
