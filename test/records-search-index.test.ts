@@ -20,7 +20,8 @@ const notes = {
 const plain = { fields: { name: { type: "text" }, tags: { type: "text", multi: true }, secret: { type: "text" }, code: { type: "number" } }, hidden: "secret" };
 
 let s: Awaited<ReturnType<typeof adminSite>>;
-beforeAll(async () => { s = await adminSite({ defs: { notes, plain, short: plain } }); });
+const items = { fields: { title: { type: "text" }, status: { type: "select", options: { new: "New", done: "Done" } } }, index: ["status"] };
+beforeAll(async () => { s = await adminSite({ defs: { notes, plain, short: plain, items } }); });
 afterAll(async () => { await s.cleanup(); });
 
 const uuids = (body: Record<string, any>, r: string) => Object.keys(body[r]);
@@ -77,6 +78,32 @@ describe("search through the index", () => {
     const page = (await s.apiJson("GET", "/api/v1/plain?search=common&sort=code|desc&limit=3&offset=1")).body!;
     expect(page.total).toBe(2100);
     expect(Object.values(page.plain as Record<string, { code: number }>).map((r) => r.code)).toEqual([2098, 2097, 2096]);
+  });
+});
+
+describe("a term of several words, one of them in every record", () => {
+  test("the same records and totals as reading every record, whatever word the store asks its index for", async () => {
+    const rows = Array.from({ length: 1500 }, (_, i) => ({ title: `Record number ${i}`, status: i % 3 ? "new" : "done" }));
+    const form = new FormData();
+    form.append("file", new Blob([JSON.stringify(rows)], { type: "application/json" }), "items.json");
+    const imp = await fetch(`${s.base}/api/v1/items/import`, { method: "POST", headers: { authorization: `Bearer ${s.token}` }, body: form });
+    expect(imp.status).toBe(200);
+    const expected = (term: string, status?: string) =>
+      rows.filter((r) => r.title.toLowerCase().includes(term.toLowerCase()) && (!status || r.status === status)).map((r) => r.title).sort();
+    const found = async (term: string, extra = "") => {
+      const body = (await s.apiJson("GET", `/api/v1/items?search=${encodeURIComponent(term)}&limit=1000${extra}`)).body!;
+      return { titles: Object.values(body.items as Record<string, { title: string }>).map((r) => r.title).sort(), total: body.total as number };
+    };
+    for (const term of ["number 123", "ord number 149", "number 1234", "NUMBER 77", "Record number 1499", "number 12", "cord number 14", "number 99999", "1499", "ber 14"]) {
+      const want = expected(term);
+      expect({ term, ...(await found(term)) }).toEqual({ term, titles: want, total: want.length });
+    }
+    const want = expected("number 12", "done");
+    expect(await found("number 12", "&filter=status:done")).toEqual({ titles: want, total: want.length });
+    // A common term pages in order with its exact total.
+    const page = (await s.apiJson("GET", `/api/v1/items?search=${encodeURIComponent("record number")}&limit=2&offset=3`)).body!;
+    expect(page.total).toBe(1500);
+    expect(Object.values(page.items as Record<string, { title: string }>).map((r) => r.title)).toEqual(["Record number 3", "Record number 4"]);
   });
 });
 

@@ -90,7 +90,7 @@ function wantedIndexes(def: ResourceDef, d: PgDialect): WantedIndex[] {
     for (const lang of languages) add("unique", [d.fieldKey(col, lang)], col);
   }
   const fields = searchFields(def);
-  if (fields.length) add("search", [`${searchTextSql(fields)} gin_trgm_ops`], null, "USING gin ");
+  if (fields.length) add("search", [`${searchTextSql(def)} gin_trgm_ops`], null, "USING gin ");
   return out;
 }
 
@@ -163,6 +163,6 @@ export async function syncResource(db: ReservedSQL, def: ResourceDef, d: PgDiale
     if (row) changes.push({ resource: def.name, action: "updated", detail: `schema version ${version}${refused ? " (the definition of an earlier version again: rolled back)" : ""}` });
   }
   changes.push(...(await syncCounts(db, def, d)));
-  d.searchText.set(def.name, searchFields(def).length ? searchTextSql(searchFields(def)) : "''");
+  d.searchText.set(def.name, searchFields(def).length ? searchTextSql(def) : "''");
   return { changes, synced: { uniqueFields: new Map(want.filter((w) => w.unique).map((w) => [w.name, w.unique!])) } };
 }

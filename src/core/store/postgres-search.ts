@@ -12,7 +12,8 @@
  *
  * Which word is rarest comes from a sample of the resource's search texts (about 2,000, read
  * through TABLESAMPLE, again every 10 minutes). A word the sample does not hold counts as rarest;
- * among equals the longest wins. The sample only chooses: a poor sample costs time, never a row.
+ * among equals the longest wins; a word in more than 1 % of the sample is common. The sample only
+ * chooses: a poor sample costs time, never a row.
  */
 import type { SQL } from "bun";
 
@@ -20,7 +21,7 @@ import type { SQL } from "bun";
 const SAMPLE_ROWS = 2000;
 const SAMPLE_TTL_MS = 10 * 60 * 1000;
 /** A word in more than this share of the sample is no better than the whole term. */
-const COMMON_SHARE = 0.05;
+const COMMON_SHARE = 0.01;
 
 type Sample = { texts: string[]; at: number };
 
@@ -37,36 +38,38 @@ export class SearchPlanner {
   /**
    * The word of `term` (or the whole term, when it is one word) the index should be asked for, or
    * null when it is common: a common word is better found by reading the table in the page's order
-   * until the page is full. Never waits: a resource without a sample yet is sampled in the
-   * background and meanwhile the longest word is taken.
+   * until the page is full. The first search of a resource waits for its sample (a few dozen pages).
    */
-  narrowest(resource: string, term: string): string | null {
+  async narrowest(resource: string, term: string): Promise<string | null> {
     const words = wordsOf(term);
     if (words.length === 0) return null;
-    const sample = this.sample(resource);
-    const byLength = [...words].sort((a, b) => b.length - a.length);
-    if (!sample) return byLength.length === 1 && byLength[0] === term ? term : byLength[0]!;
+    const sample = this.samples.get(resource) ?? (await this.sample(resource), this.samples.get(resource));
+    if (!sample) return null;
+    void this.sample(resource);
     let best: string | null = null;
     let bestHits = Infinity;
-    for (const w of byLength) {
+    for (const w of [...words].sort((a, b) => b.length - a.length)) {
       const folded = w.toLowerCase();
       let hits = 0;
       for (const t of sample.texts) if (t.includes(folded)) hits++;
       if (hits < bestHits) [best, bestHits] = [w, hits];
     }
-    if (sample.texts.length && bestHits / sample.texts.length > COMMON_SHARE) return null;
+    if (!sample.texts.length || bestHits / sample.texts.length > COMMON_SHARE) return null;
     return words.length === 1 && best === term ? term : best;
   }
 
-  private sample(resource: string): Sample | undefined {
+  /** Reads a sample when there is none or it is old (once at a time); resolves when that is done. */
+  private sample(resource: string): Promise<void> {
     const s = this.samples.get(resource);
-    if ((!s || Date.now() - s.at > SAMPLE_TTL_MS) && !this.loading.has(resource)) {
-      const load = this.load(resource)
+    if (s && Date.now() - s.at <= SAMPLE_TTL_MS) return Promise.resolve();
+    let load = this.loading.get(resource);
+    if (!load) {
+      load = this.load(resource)
         .catch((e) => console.error(`sampling the search texts of ${resource} failed (searches still answer, perhaps slower):`, e))
         .finally(() => this.loading.delete(resource));
       this.loading.set(resource, load);
     }
-    return s;
+    return load;
   }
 
   private async load(resource: string): Promise<void> {

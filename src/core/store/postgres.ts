@@ -259,8 +259,14 @@ export class PgStore implements Store {
     return e;
   }
 
+  /**
+   * Kept like a page until anything commits, here or on another instance (its notice, or the
+   * snapshot watch): a record read again and again costs no round trip. A missing one is not kept.
+   */
   async get(resource: string, uuid: string): Promise<StoredRecord | null> {
-    return (await this.query<StoredRecord>(`SELECT ${PG_COLS} FROM ${this.dialect.table(resource)} WHERE uuid = ?`, [uuid]))[0] ?? null;
+    return this.memo.remember(BoundedMemo.key("get", resource, uuid),
+      async () => (await this.query<StoredRecord>(`SELECT ${PG_COLS} FROM ${this.dialect.table(resource)} WHERE uuid = ?`, [uuid]))[0] ?? null,
+      (row) => (row ? rowBytes(row) : null));
   }
 
   async findBy(resource: string, field: string, value: SqlValue, except?: string): Promise<StoredRecord | null> {
@@ -287,31 +293,32 @@ export class PgStore implements Store {
    * A longer one that is rare asks the index for its rarest word, and the whole term filters what
    * that finds (postgres-search.ts); a common one reads the table in the page's order.
    */
-  private plan<Q extends Pick<CompiledQuery, "where" | "args" | "search">>(q: Q): Q {
+  private async plan<Q extends Pick<CompiledQuery, "where" | "args" | "search">>(q: Q): Promise<Q> {
     if (!q.search) return q;
     if (Array.from(q.search.term).length < 3) return { ...q, where: q.search.scan.where, args: q.search.scan.args, search: undefined };
-    const word = this.searchPlanner.narrowest(q.search.resource, q.search.term);
+    const word = await this.searchPlanner.narrowest(q.search.resource, q.search.term);
     if (!word) return q;
     // compileList puts the index's condition last, and its pattern last among the arguments.
     const cond = this.dialect.searchIndex(q.search.resource);
     const at = q.where.lastIndexOf(cond);
     if (at < 0 || q.args.length === 0) return q;
-    const found = `id = ANY (ARRAY(SELECT id FROM ${this.dialect.table(q.search.resource)} WHERE ${cond}))`;
+    const table = this.dialect.table(q.search.resource);
     const [before, after] = [q.where.slice(0, at), q.where.slice(at + cond.length)];
-    if (word === q.search.term) return { ...q, where: `${before}${found}${after}` };
+    if (word === q.search.term) return { ...q, where: `${before}id = ANY (ARRAY(SELECT id FROM ${table} WHERE ${cond}))${after}` };
     const text = this.dialect.searchText.get(q.search.resource)!;
-    return { ...q, where: `${before}${found} AND (${text} || '') ILIKE ?${after}`, args: [...q.args.slice(0, -1), `%${word}%`, q.args[q.args.length - 1]!] };
+    const found = `id = ANY (ARRAY(SELECT id FROM ${table} WHERE ${cond} AND (${text} || '') ILIKE ?))`;
+    return { ...q, where: `${before}${found}${after}`, args: [...q.args.slice(0, -1), `%${word}%`, q.args[q.args.length - 1]!] };
   }
 
-  private selectSql(resource: string, q: CompiledQuery): [string, SqlValue[]] {
-    const p = this.plan(q);
+  private async selectSql(resource: string, q: CompiledQuery): Promise<[string, SqlValue[]]> {
+    const p = await this.plan(q);
     const paging = p.limit !== null ? " LIMIT ? OFFSET ?" : p.offset ? " OFFSET ?" : "";
     const args = p.limit !== null ? [...p.args, p.limit, p.offset] : p.offset ? [...p.args, p.offset] : p.args;
     return [`SELECT ${PG_COLS} FROM ${this.dialect.table(resource)} ${p.where} ${p.orderBy}${paging}`, args];
   }
 
   async page(resource: string, q: CompiledQuery): Promise<StoredRecord[]> {
-    const [sql, args] = this.selectSql(resource, q);
+    const [sql, args] = await this.selectSql(resource, q);
     return this.memo.remember(BoundedMemo.key("page", sql, JSON.stringify(args)), () => this.listQuery<StoredRecord>(q.caller, sql, args),
       (rows) => (rows.length <= PAGE_CACHE_ROWS ? rows.reduce((n, r) => n + rowBytes(r), 0) : null));
   }
@@ -325,7 +332,7 @@ export class PgStore implements Store {
         throw this.readError(e);
       }
     }
-    const p = this.plan(q);
+    const p = await this.plan(q);
     return this.memo.remember(BoundedMemo.key("count", resource, p.where, JSON.stringify(p.args)),
       async () => Number((await this.listQuery<{ n: string }>(q.caller, `SELECT count(*) AS n FROM ${this.dialect.table(resource)} ${p.where}`, p.args))[0].n));
   }
@@ -333,8 +340,12 @@ export class PgStore implements Store {
   stream(resource: string, q: CompiledQuery): AsyncIterable<StoredRecord> {
     // Refused here, while the answer can still be a 429, not once the list has begun.
     if (q.caller !== undefined) this.lists.admit(q.caller);
-    const [sql, args] = this.selectSql(resource, q);
-    return this.cursor<StoredRecord>(sql, args, q.caller);
+    return this.planned(resource, q);
+  }
+
+  private async *planned(resource: string, q: CompiledQuery): AsyncIterable<StoredRecord> {
+    const [sql, args] = await this.selectSql(resource, q);
+    yield* this.cursor<StoredRecord>(sql, args, q.caller);
   }
 
   async otherProcesses(): Promise<string[]> {
