@@ -103,7 +103,7 @@ export async function openSite(config: Config, opts: { ensureSecret?: boolean; r
 /** SQLite in DIR/data, or the PostgreSQL database of RESD_DATABASE_URL. */
 export function openStore(cfg: Config): Promise<Store> {
   const cache = { cacheMaxBytes: cfg.cacheMaxBytes, queryBudgetMs: cfg.queryTimeout, maxQueriesPerCaller: cfg.maxQueriesPerCaller };
-  if (cfg.databaseUrl) return PgStore.open(cfg.databaseUrl, cache);
+  if (cfg.databaseUrl) return PgStore.open(cfg.databaseUrl, { ...cache, directUrl: cfg.databaseDirectUrl || undefined });
   return Promise.resolve(new SqliteStore(join(cfg.dir, "data", "resd.db"), { ...cache, readWorkers: cfg.readWorkers, mmapSize: cfg.mmapSize }));
 }
 

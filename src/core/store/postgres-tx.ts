@@ -34,10 +34,12 @@ export class PgTransactions {
   private readonly slots = new SlotPool();
 
   /** `announced`: called once a commit that announces is done (the store's version moves, the others are told). */
+  /** `begin`: the statement that opens a transaction (with its time budget behind a pooler). */
   constructor(
     private readonly writeSql: SQL,
     private readonly dialect: PgDialect,
     private readonly queryBudgetMs: number,
+    private readonly begin: string,
     private readonly announced: () => void,
   ) {}
 
@@ -58,7 +60,7 @@ export class PgTransactions {
       }
       const slot = this.slots.take();
       try {
-        await db.unsafe("BEGIN");
+        await db.unsafe(this.begin);
         const value = await fn(db, touched, after);
         committing?.();
         // The marks and the COMMIT in one message: one round trip fewer per write.

@@ -52,6 +52,12 @@ const FOLD_VACUUM_AFTER = 20_000;
 const PURGE_LOCK = 0x72657370;
 const PURGE_EVERY_MS = 55 * 60 * 1000;
 
+/**
+ * `directUrl`: the pools' URL goes through a pooler in transaction mode (PgBouncer), and this one
+ * reaches the database itself (for LISTEN).
+ */
+export type PgOptions = { cacheMaxBytes?: number; queryBudgetMs?: number; maxQueriesPerCaller?: number; max?: number; directUrl?: string };
+
 export class PgStore implements Store {
   readonly dialect = new PgDialect();
   readonly jobs: PgJobs;
@@ -74,20 +80,28 @@ export class PgStore implements Store {
    */
   private readonly lists: FairGate;
 
-  private constructor(readonly url: string, opts: { cacheMaxBytes?: number; queryBudgetMs?: number; maxQueriesPerCaller?: number; max?: number }) {
+  private constructor(readonly url: string, opts: PgOptions) {
+    this.queryBudgetMs = opts.queryBudgetMs ?? 10_000;
+    const pooled = opts.directUrl !== undefined;
     const options = {
       max: opts.max ?? 10,
       connectionTimeout: 10,
+      // A pooler in transaction mode hands each transaction a server connection of its own: a
+      // statement prepared by name on one is unknown on the next, and a startup setting such as
+      // the time budget is refused (it is set in each transaction instead).
+      prepare: !pooled,
       // Named per process, so that a process can tell which other resd processes use the database.
-      connection: { statement_timeout: opts.queryBudgetMs ?? 10_000, application_name: APPLICATION },
+      connection: (pooled ? { application_name: APPLICATION } : { statement_timeout: this.queryBudgetMs, application_name: APPLICATION }) as Record<string, string | number>,
     };
     // Two pools: a write waits for the row locks of other writes (on every instance) while it holds
     // its connection; with one pool, waiting writes took every connection and pages waited behind
     // them (13 pages/s under writes instead of hundreds).
     this.sql = new SQL(url, options);
     this.writeSql = new SQL(url, options);
-    this.queryBudgetMs = opts.queryBudgetMs ?? 10_000;
-    this.txs = new PgTransactions(this.writeSql, this.dialect, this.queryBudgetMs, () => {
+    // LISTEN holds a session: through a pooler it needs a connection of its own to the database.
+    this.listenSql = pooled ? new SQL(opts.directUrl!, { max: 1, connectionTimeout: 10, connection: { application_name: APPLICATION } }) : this.sql;
+    this.begin = pooled ? `BEGIN; SET LOCAL statement_timeout = ${Math.floor(this.queryBudgetMs)}` : "BEGIN";
+    this.txs = new PgTransactions(this.writeSql, this.dialect, this.queryBudgetMs, this.begin, () => {
       this.local++;
       this.announcer.announce();
     });
@@ -102,6 +116,10 @@ export class PgStore implements Store {
     this.access = new PgAccessStore(this);
   }
   private readonly queryBudgetMs: number;
+  /** Where LISTEN runs: a pool connection, or the direct one when the pools go through a pooler. */
+  private readonly listenSql: SQL;
+  /** How a transaction begins (with its time budget when that cannot be a connection setting). */
+  private readonly begin: string;
   /** Writes that wait while one group of them runs go together in the next (postgres-group.ts). */
   private readonly groups: PgWriteGroups;
   /** Tells the other instances of this one's commits, after they are done (postgres-announce.ts). */
@@ -123,7 +141,7 @@ export class PgStore implements Store {
       const prefix = `${this.instance} `;
       // onlisten runs once listening starts, then after every reconnect: only those lose messages.
       let started = false;
-      const l = await this.sql.listen(CHANGES_CHANNEL, (payload) => {
+      const l = await this.listenSql.listen(CHANGES_CHANNEL, (payload) => {
         if (payload.startsWith(prefix)) return;
         const space = payload.indexOf(" ");
         if (space > 0) fn(payload.slice(space + 1));
@@ -133,7 +151,7 @@ export class PgStore implements Store {
   };
 
   /** Connects, migrates the internal tables (once, whoever starts at the same time) and listens for commits. */
-  static async open(url: string, opts: { cacheMaxBytes?: number; queryBudgetMs?: number; maxQueriesPerCaller?: number; max?: number } = {}): Promise<PgStore> {
+  static async open(url: string, opts: PgOptions = {}): Promise<PgStore> {
     let store: PgStore;
     try {
       store = new PgStore(url, opts);
@@ -142,7 +160,7 @@ export class PgStore implements Store {
     }
     try {
       await store.locked(async (db) => migrateInternal(db));
-      store.listening = await store.sql.listen(CHANNEL, (from) => {
+      store.listening = await store.listenSql.listen(CHANNEL, (from) => {
         if (from === store.instance || from === `${SCHEMA_NOTICE}${store.instance}`) return;
         store.local++;
         if (from.startsWith(SCHEMA_NOTICE)) for (const fn of store.schemaListeners) fn();
@@ -157,8 +175,10 @@ export class PgStore implements Store {
       await store.watch.look();
       store.watch.start();
     } catch (e) {
-      await Promise.all([store.sql.close(), store.writeSql.close()]).catch(() => {});
-      throw new Error(`cannot use the database at ${maskUrl(url)}: ${(e as Error).message}`);
+      await Promise.all([store.sql.close(), store.writeSql.close(), store.listenSql.close()]).catch(() => {});
+      const pooler = /unsupported startup parameter/i.test((e as Error).message)
+        ? " (a pooler in transaction mode such as PgBouncer: set RESD_DATABASE_DIRECT_URL to a direct connection to the database)" : "";
+      throw new Error(`cannot use the database at ${maskUrl(url)}: ${(e as Error).message}${pooler}`);
     }
     return store;
   }
@@ -373,7 +393,7 @@ export class PgStore implements Store {
     }
     let open = false;
     try {
-      await db.unsafe("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+      await db.unsafe(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY${this.begin === "BEGIN" ? "" : `; SET LOCAL statement_timeout = ${Math.floor(this.queryBudgetMs)}`}`);
       open = true;
       // A long export is not a runaway query: the budget applies to each fetch, not to the whole.
       await db.unsafe(`DECLARE resd_rows NO SCROLL CURSOR FOR ${numbered(sql)}`, args as never[]);
@@ -442,7 +462,7 @@ export class PgStore implements Store {
     // What this process wrote (an import, a migrate --to) is folded before it leaves.
     await this.fold();
     await this.listening?.unlisten().catch(() => {});
-    await Promise.all([this.sql.close({ timeout: 5 }), this.writeSql.close({ timeout: 5 })]);
+    await Promise.all([this.sql.close({ timeout: 5 }), this.writeSql.close({ timeout: 5 }), ...(this.listenSql === this.sql ? [] : [this.listenSql.close({ timeout: 5 })])]);
   }
 
   /**
