@@ -3,19 +3,11 @@
  * once it is back; one the SMTP server refuses ends as a dead job, visible in `resd jobs`.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { createServer } from "node:net";
 import { adminSite, cli } from "./helpers/site";
 import { addUser, call } from "./helpers/access";
 import { mailBox, type MailBox } from "./helpers/smtp";
+import { freePort } from "./helpers/ports";
 
-/** A port nothing listens on yet (taken and given back at once). */
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));
-  const port = (probe.address() as { port: number }).port;
-  await new Promise<void>((r) => probe.close(() => r()));
-  return port;
-}
 
 let port = 0;
 let box: MailBox | null = null;

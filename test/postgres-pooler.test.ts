@@ -13,23 +13,14 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cli, makeSite, serve, type Server } from "./helpers/site";
+import { psql } from "./helpers/psql";
+import { freePort } from "./helpers/ports";
 
 const PG = process.env.RESD_TEST_POSTGRES_URL || process.env.RESD_TEST_DATABASE_URL || "";
 const POOL_SIZE = 3;
 const defs = { notes: { fields: { title: { type: "text", required: true }, year: { type: "number" } } } };
 
-function psql(url: string, sql: string): string {
-  const r = Bun.spawnSync(["psql", url, "-qXtAc", sql], { stdout: "pipe", stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(`psql ${sql}: ${r.stderr.toString()}`);
-  return r.stdout.toString().trim();
-}
 
-async function freePort(): Promise<number> {
-  const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = s.port;
-  s.stop(true);
-  return port;
-}
 
 let work = "";
 let bouncer: ReturnType<typeof Bun.spawn> | undefined;

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { cli, makeSite, serve, type Server } from "./helpers/site";
 import { call, tokenFor } from "./helpers/access";
 import { openSse, type SseEvent } from "./helpers/sse";
+import { psql } from "./helpers/psql";
 
 const PG = process.env.RESD_TEST_POSTGRES_URL || process.env.RESD_TEST_DATABASE_URL || "";
 const EMAIL = "admin@example.com";
@@ -29,10 +30,6 @@ let B: Server;
 let token = "";
 let env: Record<string, string> = {};
 
-function psql(url: string, sql: string): void {
-  const r = Bun.spawnSync(["psql", url, "-qXtAc", sql], { stdout: "pipe", stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(`psql ${sql}: ${r.stderr.toString()}`);
-}
 
 beforeAll(async () => {
   if (!PG) throw new Error("test/realtime-instances.test.ts needs a PostgreSQL server: set RESD_TEST_POSTGRES_URL, e.g. postgres://postgres@127.0.0.1:55432/postgres (bash scripts/postgres.sh start)");

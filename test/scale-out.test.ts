@@ -15,6 +15,7 @@ import sharp from "sharp";
 import { startS3, type S3Server } from "./helpers/s3";
 import { cli, makeSite, serve, type Server } from "./helpers/site";
 import { PgStore } from "../src/core/store/postgres";
+import { psql } from "./helpers/psql";
 
 const PG = process.env.RESD_TEST_POSTGRES_URL || process.env.RESD_TEST_DATABASE_URL || "";
 const NO_PG =
@@ -42,11 +43,6 @@ export default function (api) {
 
 const md5 = (b: Uint8Array) => new Bun.CryptoHasher("md5").update(b).digest("hex");
 
-function psql(url: string, sql: string): string {
-  const r = Bun.spawnSync(["psql", url, "-qXtAc", sql], { stdout: "pipe", stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(`psql ${sql}: ${r.stderr.toString()}`);
-  return r.stdout.toString().trim();
-}
 
 async function until<T>(what: string, fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, ms: number, every = 25): Promise<T> {
   const end = Date.now() + ms;

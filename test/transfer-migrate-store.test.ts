@@ -9,14 +9,10 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { Database } from "bun:sqlite";
 import { adminSite, cli, makeSite, serve } from "./helpers/site";
+import { psql } from "./helpers/psql";
 
 const PG = process.env.RESD_TEST_POSTGRES_URL || process.env.RESD_TEST_DATABASE_URL || "";
 
-function psql(url: string, sql: string): string {
-  const r = Bun.spawnSync(["psql", url, "-qXtAc", sql], { stdout: "pipe", stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(`psql ${sql}: ${r.stderr.toString()}`);
-  return r.stdout.toString().trim();
-}
 
 const notes = {
   languages: ["en", "de"],

@@ -19,7 +19,7 @@
  * PostgreSQL resolves only after a second).
  */
 import { AppError } from "../errors";
-import { BufferFailed, InsertBuffer, type PgTransactions } from "./postgres-tx";
+import { BufferFailed, type PgTransactions } from "./postgres-tx";
 import type { StoreTx } from "./types";
 
 /** Writes of one group at most. */
@@ -105,7 +105,7 @@ export class PgWriteGroups {
         // Run again from the start after a deadlock: nothing of an earlier attempt counts.
         settled = [];
         const kept: (() => void)[] = [];
-        const buffer = new InsertBuffer((r) => this.txs.table(r));
+        const buffer = this.txs.insertBuffer();
         const owners = new Map<object, Job>();
         const broken = (e: unknown, job: Job | null) =>
           e instanceof BufferFailed ? new GroupBroken(owners.get(e.owner as object) ?? null, e.reason) : new GroupBroken(job, e);

@@ -22,7 +22,7 @@
  * Rows are read the way they are committed, so every instance reads the same mark for the same
  * state: an ETag from one instance is good on another.
  */
-import type { SqlValue } from "./types";
+import { lit } from "./postgres-dialect";
 
 /** Slot numbers shared out among the instances (each starts at a random one of them). */
 export const SLOTS = 64;
@@ -33,17 +33,15 @@ const FRACTION = 4096;
  * in opposite orders). Written as text (names are quoted): it goes in one message with the COMMIT.
  */
 export function markSql(resources: Iterable<string>, slot: number): string {
-  const values = [...resources].sort().map((r) => `(${quote(r)}, ${slot}, (extract(epoch from clock_timestamp()) * 1000)::bigint, 1)`).join(", ");
+  const values = [...resources].sort().map((r) => `(${lit(r)}, ${slot}, (extract(epoch from clock_timestamp()) * 1000)::bigint, 1)`).join(", ");
   return `INSERT INTO _resd_changes AS c (resource, slot, changed_ms, n) VALUES ${values}
     ON CONFLICT (resource, slot) DO UPDATE SET changed_ms = GREATEST(c.changed_ms + 1, excluded.changed_ms), n = c.n + 1`;
 }
 
-const quote = (s: string) => `'${s.replace(/'/g, "''")}'`;
-
 /** The mark of a resource (`?`: its name); 0 when it was never written. */
 export const LAST_CHANGE_SQL = "SELECT max(changed_ms)::float8 AS ms, sum(n)::float8 AS n FROM _resd_changes WHERE resource = ?";
 export type MarkRow = { ms: number | null; n: number | null };
-export const markOf = (rows: SqlValue[] | MarkRow[]): number => {
+export const markOf = (rows: readonly unknown[]): number => {
   const row = rows[0] as MarkRow | undefined;
   if (!row || row.ms === null) return 0;
   return Number(row.ms) + (Number(row.n ?? 0) % FRACTION) / FRACTION;

@@ -16,6 +16,7 @@
  * chooses: a poor sample costs time, never a row.
  */
 import type { SQL } from "bun";
+import type { PgDialect } from "./postgres-dialect";
 
 /** Texts a sample holds, and how long it stands. */
 const SAMPLE_ROWS = 2000;
@@ -23,17 +24,31 @@ const SAMPLE_TTL_MS = 10 * 60 * 1000;
 /** A word in more than this share of the sample is no better than the whole term. */
 const COMMON_SHARE = 0.01;
 
-type Sample = { texts: string[]; at: number };
+/** Words whose hits a sample remembers (searches repeat their words; a sample is read again anyway). */
+const MAX_WORDS = 10_000;
+
+/** `hits`: per folded word, the texts holding it, counted once per sample. */
+type Sample = { texts: string[]; at: number; hits: Map<string, number> };
 
 /** The words of a term that give the index something to look for (three characters or more). */
 const wordsOf = (term: string) => term.split(/[^\p{L}\p{N}]+/u).filter((w) => Array.from(w).length >= 3);
+
+function hitsOf(sample: Sample, folded: string): number {
+  let hits = sample.hits.get(folded);
+  if (hits !== undefined) return hits;
+  hits = 0;
+  for (const t of sample.texts) if (t.includes(folded)) hits++;
+  if (sample.hits.size >= MAX_WORDS) sample.hits.clear();
+  sample.hits.set(folded, hits);
+  return hits;
+}
 
 export class SearchPlanner {
   private readonly samples = new Map<string, Sample>();
   private readonly loading = new Map<string, Promise<void>>();
 
-  /** `sql`: where samples are read; `table`, `text`: a resource's table and the expression of its search text. */
-  constructor(private readonly sql: SQL, private readonly table: (resource: string) => string, private readonly text: (resource: string) => string) {}
+  /** `sql`: where samples are read; `dialect`: a resource's table and the expression of its search text. */
+  constructor(private readonly sql: SQL, private readonly dialect: PgDialect) {}
 
   /**
    * The word of `term` (or the whole term, when it is one word) the index should be asked for, or
@@ -49,9 +64,7 @@ export class SearchPlanner {
     let best: string | null = null;
     let bestHits = Infinity;
     for (const w of [...words].sort((a, b) => b.length - a.length)) {
-      const folded = w.toLowerCase();
-      let hits = 0;
-      for (const t of sample.texts) if (t.includes(folded)) hits++;
+      const hits = hitsOf(sample, w.toLowerCase());
       if (hits < bestHits) [best, bestHits] = [w, hits];
     }
     if (!sample.texts.length || bestHits / sample.texts.length > COMMON_SHARE) return null;
@@ -73,10 +86,10 @@ export class SearchPlanner {
   }
 
   private async load(resource: string): Promise<void> {
-    const table = this.table(resource);
+    const table = this.dialect.table(resource);
     const est = ((await this.sql.unsafe("SELECT reltuples::float8 AS n FROM pg_class WHERE oid = $1::regclass", [table])) as { n: number }[])[0]?.n ?? 0;
     const share = est > SAMPLE_ROWS ? Math.max(0.01, (100 * SAMPLE_ROWS) / est) : 100;
-    const rows = (await this.sql.unsafe(`SELECT lower(${this.text(resource)}) AS t FROM ${table} TABLESAMPLE SYSTEM (${share.toFixed(4)}) LIMIT ${SAMPLE_ROWS * 2}`)) as { t: string }[];
-    this.samples.set(resource, { texts: rows.map((r) => r.t), at: Date.now() });
+    const rows = (await this.sql.unsafe(`SELECT lower(${this.dialect.searchText.get(resource) ?? "''"}) AS t FROM ${table} TABLESAMPLE SYSTEM (${share.toFixed(4)}) LIMIT ${SAMPLE_ROWS * 2}`)) as { t: string }[];
+    this.samples.set(resource, { texts: rows.map((r) => r.t), at: Date.now(), hits: new Map() });
   }
 }

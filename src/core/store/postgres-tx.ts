@@ -28,13 +28,13 @@ export class PgTransactions {
   /** Resources with unique fields (their writes may be refused by an index); kept by the schema sync. */
   readonly guarded = new Set<string>();
 
-  /** A resource's table. */
-  readonly table = (resource: string) => this.dialect.table(resource);
   /** The change mark rows this instance's transactions write (one transaction per slot at a time). */
   private readonly slots = new SlotPool();
 
-  /** `announced`: called once a commit that announces is done (the store's version moves, the others are told). */
-  /** `begin`: the statement that opens a transaction (with its time budget behind a pooler). */
+  /**
+   * `begin`: the statement that opens a transaction (with its time budget behind a pooler);
+   * `announced`: called once a commit that announces is done (the store's version moves, the others are told).
+   */
   constructor(
     private readonly writeSql: SQL,
     private readonly dialect: PgDialect,
@@ -91,6 +91,11 @@ export class PgTransactions {
     }
     if (named) throw new Error(`${resource}/${uuid}: ${err.message}`, { cause: e });
     throw e;
+  }
+
+  /** Where a group holds back its creates (see InsertBuffer). */
+  insertBuffer(): InsertBuffer {
+    return new InsertBuffer(this.dialect);
   }
 
   private cursors = 0;
@@ -255,7 +260,7 @@ export class InsertBuffer {
   private readonly rows = new Map<string, { recs: StoredRecord[]; owners: unknown[] }>();
   private count = 0;
 
-  constructor(private readonly table: (resource: string) => string) {}
+  constructor(private readonly dialect: PgDialect) {}
 
   get size(): number {
     return this.count;
@@ -276,7 +281,7 @@ export class InsertBuffer {
     for (const [resource, { recs, owners }] of all) {
       let made: { uuid: string }[];
       try {
-        made = (await db.unsafe(`INSERT INTO ${this.table(resource)} (uuid, data, _created, _modified, _created_by, _modified_by)
+        made = (await db.unsafe(`INSERT INTO ${this.dialect.table(resource)} (uuid, data, _created, _modified, _created_by, _modified_by)
             SELECT u, d::json, c, m, cb, mb FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[]) AS x(u, d, c, m, cb, mb)
             ON CONFLICT (uuid) DO NOTHING RETURNING uuid`,
         [recs.map((r) => r.uuid), recs.map((r) => r.data), recs.map((r) => r._created), recs.map((r) => r._modified),

@@ -91,7 +91,7 @@ export class PgStore implements Store {
       // the time budget is refused (it is set in each transaction instead).
       prepare: !pooled,
       // Named per process, so that a process can tell which other resd processes use the database.
-      connection: (pooled ? { application_name: APPLICATION } : { statement_timeout: this.queryBudgetMs, application_name: APPLICATION }) as Record<string, string | number>,
+      connection: { application_name: APPLICATION, ...(pooled ? {} : { statement_timeout: this.queryBudgetMs }) },
     };
     // Two pools: a write waits for the row locks of other writes (on every instance) while it holds
     // its connection; with one pool, waiting writes took every connection and pages waited behind
@@ -100,8 +100,8 @@ export class PgStore implements Store {
     this.writeSql = new SQL(url, options);
     // LISTEN holds a session: through a pooler it needs a connection of its own to the database.
     this.listenSql = pooled ? new SQL(opts.directUrl!, { max: 1, connectionTimeout: 10, connection: { application_name: APPLICATION } }) : this.sql;
-    this.begin = pooled ? `BEGIN; SET LOCAL statement_timeout = ${Math.floor(this.queryBudgetMs)}` : "BEGIN";
-    this.txs = new PgTransactions(this.writeSql, this.dialect, this.queryBudgetMs, this.begin, () => {
+    this.budget = pooled ? `; SET LOCAL statement_timeout = ${Math.floor(this.queryBudgetMs)}` : "";
+    this.txs = new PgTransactions(this.writeSql, this.dialect, this.queryBudgetMs, `BEGIN${this.budget}`, () => {
       this.local++;
       this.announcer.announce();
     });
@@ -109,7 +109,7 @@ export class PgStore implements Store {
     this.announcer = new Announcer(() => this.writeSql.unsafe("SELECT pg_notify($1, $2)", [CHANNEL, this.instance]),
       (e) => console.error("telling the other instances of a commit failed (they notice within a second):", e));
     this.watch = new SnapshotWatch(this.sql, () => this.local++);
-    this.searchPlanner = new SearchPlanner(this.sql, (r) => this.dialect.table(r), (r) => this.dialect.searchText.get(r) ?? "''");
+    this.searchPlanner = new SearchPlanner(this.sql, this.dialect);
     this.lists = new FairGate(Math.max(1, options.max - RESERVED_READS), opts.maxQueriesPerCaller ?? 0);
     this.memo = new CommitMemo(memoShare(opts.cacheMaxBytes ?? DEFAULT_CACHE_BYTES), () => this.version());
     this.jobs = new PgJobs(this);
@@ -118,8 +118,8 @@ export class PgStore implements Store {
   private readonly queryBudgetMs: number;
   /** Where LISTEN runs: a pool connection, or the direct one when the pools go through a pooler. */
   private readonly listenSql: SQL;
-  /** How a transaction begins (with its time budget when that cannot be a connection setting). */
-  private readonly begin: string;
+  /** What follows BEGIN: the time budget, where it cannot be a connection setting (behind a pooler). */
+  private readonly budget: string;
   /** Writes that wait while one group of them runs go together in the next (postgres-group.ts). */
   private readonly groups: PgWriteGroups;
   /** Tells the other instances of this one's commits, after they are done (postgres-announce.ts). */
@@ -175,12 +175,17 @@ export class PgStore implements Store {
       await store.watch.look();
       store.watch.start();
     } catch (e) {
-      await Promise.all([store.sql.close(), store.writeSql.close(), store.listenSql.close()]).catch(() => {});
+      await Promise.all(store.pools().map((p) => p.close())).catch(() => {});
       const pooler = /unsupported startup parameter/i.test((e as Error).message)
         ? " (a pooler in transaction mode such as PgBouncer: set RESD_DATABASE_DIRECT_URL to a direct connection to the database)" : "";
       throw new Error(`cannot use the database at ${maskUrl(url)}: ${(e as Error).message}${pooler}`);
     }
     return store;
+  }
+
+  /** The connection pools, each once (the listening one is the read pool unless behind a pooler). */
+  private pools(): SQL[] {
+    return this.listenSql === this.sql ? [this.sql, this.writeSql] : [this.sql, this.writeSql, this.listenSql];
   }
 
   /** Runs `fn` in a transaction holding the schema lock, without a statement time limit. */
@@ -393,7 +398,7 @@ export class PgStore implements Store {
     }
     let open = false;
     try {
-      await db.unsafe(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY${this.begin === "BEGIN" ? "" : `; SET LOCAL statement_timeout = ${Math.floor(this.queryBudgetMs)}`}`);
+      await db.unsafe(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY${this.budget}`);
       open = true;
       // A long export is not a runaway query: the budget applies to each fetch, not to the whole.
       await db.unsafe(`DECLARE resd_rows NO SCROLL CURSOR FOR ${numbered(sql)}`, args as never[]);
@@ -462,7 +467,7 @@ export class PgStore implements Store {
     // What this process wrote (an import, a migrate --to) is folded before it leaves.
     await this.fold();
     await this.listening?.unlisten().catch(() => {});
-    await Promise.all([this.sql.close({ timeout: 5 }), this.writeSql.close({ timeout: 5 }), ...(this.listenSql === this.sql ? [] : [this.listenSql.close({ timeout: 5 })])]);
+    await Promise.all(this.pools().map((p) => p.close({ timeout: 5 })));
   }
 
   /**
