@@ -47,6 +47,13 @@ RESD_TEST_DATABASE_URL="$RESD_TEST_POSTGRES_URL" bun test --timeout 60000 "${tar
 second=${PIPESTATUS[0]}
 
 count() { grep -Eo "^ *[0-9]+ $1\$" "$logs"/*.txt | awk -F: '{ s += $2 } END { print s + 0 }'; }
+# CI keeps only the tail of what the run printed: the failures are repeated here, with their files.
+if grep -q "^(fail)" "$logs"/*.txt; then
+  echo "== failed"
+  for run in sqlite postgres; do
+    awk -v run="$run" '/^test\/.*\.test\.ts:$/ { file = $0 } /^\(fail\)/ { print run ": " file " " $0 }' "$logs/$run.txt"
+  done
+fi
 echo "SQLite run exit $first, PostgreSQL run exit $second"
 echo "$(count pass) passed, $(count fail) failed"
 rm -rf "$logs"

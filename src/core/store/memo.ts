@@ -140,6 +140,12 @@ export type FilterTag = { key: string; where: string; args: SqlValue[]; equaliti
  */
 export type FilterGroup = { filter: FilterTag; counts: Set<string>; partial: Set<string>; orders: Map<string, OrderPages> };
 
+/** The tag of a filter; `equalities`: the dialect's reading of it as plain equalities. */
+export function filterTag(q: { where: string; args: SqlValue[] }, equalities: (where: string, args: SqlValue[]) => FilterTag["equalities"]): FilterTag {
+  const args = JSON.stringify(q.args);
+  return { key: BoundedMemo.key(q.where, args), where: q.where, args: q.args, equalities: equalities(q.where, q.args), bytes: (q.where.length + args.length) * 2 };
+}
+
 type PageTag = Extract<MemoTag, { kind: "rows" }>;
 /** A page kept among its order's full pages (else among the partial ones). */
 const ordered = (tag: PageTag): tag is PageTag & { order: SortKey[] } => tag.full && tag.order !== undefined;
@@ -189,6 +195,14 @@ export type ResourceWrite = { newAbove: number } | "rewritten";
 export type Revision = "drop" | { value: unknown; grow?: number };
 
 export type Reviser = (resource: string, newAbove: number, groups: FilterGroup[], valueOf: (key: string) => unknown) => Map<string, Revision>;
+
+/**
+ * Whether an answer computed since commit `epoch` of this process (CommitMemo.commits) may be kept
+ * as it is, kept only until its resource is written ("loose": it already holds a commit that has
+ * not been revised into the kept answers), or not kept. Without one, an answer computed across a
+ * commit is not kept.
+ */
+export type Settle<T> = (value: T, epoch: number) => "keep" | "loose" | "skip";
 
 /**
  * Cached answers and what they depend on. A commit of another process or connection (`version()`
@@ -286,9 +300,9 @@ export class CommitMemo {
   /**
    * A memo of one answer, computed on a miss (once, however many ask meanwhile); `size` estimates
    * the bytes it holds, or null when it is not worth keeping; `tagOf` says what it depends on. An
-   * answer computed across a commit is not kept.
+   * answer computed across a commit is not kept, unless `settle` knows better (see Settle).
    */
-  async remember<T>(key: string, compute: () => Promise<T>, size: (v: T) => number | null = () => 16, tagOf?: (v: T) => MemoTag): Promise<T> {
+  async remember<T>(key: string, compute: () => Promise<T>, size: (v: T) => number | null = () => 16, tagOf?: (v: T) => MemoTag, settle?: Settle<T>): Promise<T> {
     const version = this.version();
     if (version !== this.memoVersion) {
       this.clear();
@@ -304,8 +318,12 @@ export class CommitMemo {
     try {
       const v = await value;
       const bytes = size(v);
-      if (bytes !== null && this.epoch === epoch && this.version() === version && this.memoVersion === version) {
-        const tag = tagOf?.(v);
+      const verdict = bytes === null || this.version() !== version || this.memoVersion !== version ? "skip"
+        : settle ? settle(v, epoch) : this.epoch === epoch ? "keep" : "skip";
+      if (bytes !== null && verdict !== "skip") {
+        let tag = tagOf?.(v);
+        // Ahead of the answers kept (it saw a commit not revised yet): kept until the resource is written.
+        if (verdict === "loose" && tag && tag.kind !== "any") tag = { kind: "any", resource: tag.resource };
         // A tag holds its filter's text and its bookkeeping: they count towards the budget too.
         this.memo.set(key, v, bytes + (tag ? TAG_OVERHEAD + (tag.kind !== "any" ? tag.filter.bytes : 0) : 0));
         if (this.memo.has(key)) this.tag(key, tag);

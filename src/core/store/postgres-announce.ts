@@ -8,8 +8,11 @@
  *
  * Sent after the commit, a notice can be lost with the process (it died between the two), and the
  * others would keep what they cached. `SnapshotWatch` covers that: each instance looks every second
- * at the database's snapshot, which moves with every transaction that writes anywhere, and counts a
- * move it was not told of as a commit (its caches are dropped at most once a second too many).
+ * at the database's snapshot, which moves with every transaction that writes anywhere, and at the
+ * sum of the change marks, which every commit of records moves. A move of the snapshot counts as a
+ * commit for what depends on anything (sessions); a move of the marks beyond this instance's own
+ * commits counts as another instance's commit of records (OwnCommits.othersMarked), and drops the
+ * cached answers.
  */
 import type { SQL } from "bun";
 
@@ -54,8 +57,12 @@ export class SnapshotWatch {
   private timer: ReturnType<typeof setInterval> | null = null;
   private looking = false;
 
-  /** `moved`: the snapshot moved since the last look (something committed or began to write). */
-  constructor(private readonly sql: SQL, private readonly moved: () => void) {}
+  /**
+   * `seen`, after each look: whether the snapshot moved since the last one (something committed or
+   * began to write, or a look failed in between), and the snapshot and the sum of the change marks
+   * read together.
+   */
+  constructor(private readonly sql: SQL, private readonly seen: (moved: boolean, snapshot: string, marks: number) => void) {}
 
   start(): void {
     this.timer = setInterval(() => void this.look(), WATCH_EVERY_MS);
@@ -74,17 +81,20 @@ export class SnapshotWatch {
   async look(): Promise<void> {
     if (this.looking) return;
     this.looking = true;
+    let row: { s: string; n: number };
     try {
-      const now = ((await this.sql.unsafe("SELECT pg_current_snapshot()::text AS s")) as { s: string }[])[0]!.s;
-      if ((this.last !== null && now !== this.last) || this.unsure) this.moved();
-      this.last = now;
-      this.unsure = false;
+      row = ((await this.sql.unsafe("SELECT pg_current_snapshot()::text AS s, (SELECT coalesce(sum(n), 0) FROM _resd_changes)::float8 AS n")) as { s: string; n: number }[])[0]!;
     } catch {
       // The database does not answer now (requests report that themselves); whatever was
       // committed meanwhile is counted once it answers again.
       this.unsure = true;
+      return;
     } finally {
       this.looking = false;
     }
+    const moved = (this.last !== null && row.s !== this.last) || this.unsure;
+    this.last = row.s;
+    this.unsure = false;
+    this.seen(moved, row.s, Number(row.n));
   }
 }

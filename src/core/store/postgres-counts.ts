@@ -90,14 +90,17 @@ export async function syncCounts(db: ReservedSQL, def: ResourceDef, d: PgDialect
   return [{ resource: def.name, action: "index-added", detail: `maintained counts${fields.length ? ` per ${fields.join(", ")}` : ""}` }];
 }
 
-/** The total of a list whose filter the maintained counts answer (see CompiledQuery.counted). */
-export async function maintainedCount(sql: SQL, resource: string, c: { keys: string[]; negate: boolean }): Promise<number> {
+/**
+ * The total of a list whose filter the maintained counts answer (see CompiledQuery.counted), with
+ * the snapshot it was read in (the cache judges by it which commits it holds).
+ */
+export async function maintainedCount(sql: SQL, resource: string, c: { keys: string[]; negate: boolean }): Promise<{ n: number; snapshot: string }> {
   const keys = (c.negate ? ["", ...c.keys] : c.keys).map(pgCountKey);
-  const rows = (await sql.unsafe(`SELECT key, sum(n)::float8 AS n FROM (
+  const [row] = (await sql.unsafe(`SELECT pg_current_snapshot()::text AS s,
+        coalesce(sum(n) FILTER (WHERE key = ''), 0)::float8 AS everything, coalesce(sum(n) FILTER (WHERE key <> ''), 0)::float8 AS keyed FROM (
       SELECT key, n FROM _resd_counts WHERE resource = $1 AND key = ANY($2::text[])
-      UNION ALL SELECT key, d FROM _resd_count_deltas WHERE resource = $1 AND key = ANY($2::text[])) AS a GROUP BY key`, [resource, keys])) as { key: string; n: number }[];
-  const sum = rows.filter((r) => r.key !== "").reduce((a, r) => a + r.n, 0);
-  return c.negate ? (rows.find((r) => r.key === "")?.n ?? 0) - sum : sum;
+      UNION ALL SELECT key, d FROM _resd_count_deltas WHERE resource = $1 AND key = ANY($2::text[])) AS a`, [resource, keys])) as { s: string; everything: number; keyed: number }[];
+  return { n: c.negate ? row.everything - row.keyed : row.keyed, snapshot: row.s };
 }
 
 /**

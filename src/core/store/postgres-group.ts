@@ -92,7 +92,7 @@ export class PgWriteGroups {
   /** One write in a transaction of its own. */
   private async alone(job: Job, committing: () => void): Promise<void> {
     try {
-      job.resolve(await this.txs.run((db, touched, after) => job.fn(this.txs.txFor(db, touched, after)), true, committing));
+      job.resolve(await this.txs.run((db, writes, after) => job.fn(this.txs.txFor(db, writes, after)), true, committing));
     } catch (e) {
       job.reject(e);
     }
@@ -101,11 +101,11 @@ export class PgWriteGroups {
   private async group(jobs: Job[], committing: () => void): Promise<void> {
     let settled: Settled[] = [];
     try {
-      await this.txs.run(async (db, touched, after) => {
+      await this.txs.run(async (db, writes, after) => {
         // Run again from the start after a deadlock: nothing of an earlier attempt counts.
         settled = [];
         const kept: (() => void)[] = [];
-        const buffer = this.txs.insertBuffer();
+        const buffer = this.txs.insertBuffer(writes);
         const owners = new Map<object, Job>();
         const broken = (e: unknown, job: Job | null) =>
           e instanceof BufferFailed ? new GroupBroken(owners.get(e.owner as object) ?? null, e.reason) : new GroupBroken(job, e);
@@ -114,7 +114,7 @@ export class PgWriteGroups {
           const wrote = { wrote: false };
           owners.set(wrote, job);
           try {
-            settled.push({ job, ok: true, value: await job.fn(this.txs.txFor(db, touched, mine, wrote, buffer)) });
+            settled.push({ job, ok: true, value: await job.fn(this.txs.txFor(db, writes, mine, wrote, buffer)) });
             kept.push(...mine);
           } catch (e) {
             // A deadlock or serialization failure: the whole group runs again (PgTransactions.run).

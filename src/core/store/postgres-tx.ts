@@ -11,6 +11,7 @@ import { AppError } from "../errors";
 import { historyCols, numbered, PG_COLS, type PgDialect } from "./postgres-dialect";
 import { insertPgJob } from "./postgres-jobs";
 import { LAST_CHANGE_SQL, markOf, markSql, SlotPool } from "./postgres-marks";
+import { TxWrites, type OwnCommits } from "./postgres-own";
 import type { HistoryEntry, SqlValue, StoreTx, StoredRecord } from "./types";
 
 /** Rows a stream fetches from its cursor at a time. */
@@ -33,7 +34,8 @@ export class PgTransactions {
 
   /**
    * `begin`: the statement that opens a transaction (with its time budget behind a pooler);
-   * `announced`: called once a commit that announces is done (the store's version moves, the others are told).
+   * `announced`: called once a commit that announces is done (the store's version moves, the others are told);
+   * `own`: where commits of records are revised into the cached answers, in order.
    */
   constructor(
     private readonly writeSql: SQL,
@@ -41,16 +43,19 @@ export class PgTransactions {
     private readonly queryBudgetMs: number,
     private readonly begin: string,
     private readonly announced: () => void,
+    private readonly own: OwnCommits,
   ) {}
 
   /**
    * BEGIN … COMMIT on a reserved connection. PostgreSQL ends one of two transactions that wait on
    * each other (deadlock) or conflict; that one runs again from the start, up to three times.
-   * `committing`: told when the transaction has done its work and only the COMMIT is left.
+   * `committing`: told when the transaction has done its work and only the COMMIT is left. A
+   * transaction that announces may write records: it learns its id at BEGIN (in the same message),
+   * which tells the caches whether a read saw its commit (postgres-own.ts).
    */
-  async run<T>(fn: (db: ReservedSQL, touched: Set<string>, after: (() => void)[]) => Promise<T>, announce: boolean, committing?: () => void): Promise<T> {
+  async run<T>(fn: (db: ReservedSQL, writes: TxWrites, after: (() => void)[]) => Promise<T>, announce: boolean, committing?: () => void): Promise<T> {
     for (let attempt = 1; ; attempt++) {
-      const touched = new Set<string>();
+      const writes = new TxWrites();
       const after: (() => void)[] = [];
       let db: ReservedSQL;
       try {
@@ -59,16 +64,28 @@ export class PgTransactions {
         throw new AppError(503, "SERVICE_UNAVAILABLE", `the database does not answer: ${(e as Error).message}`, { retryAfter: 5 });
       }
       const slot = this.slots.take();
+      let sent: ReturnType<OwnCommits["sending"]> | null = null;
       try {
-        await db.unsafe(this.begin);
-        const value = await fn(db, touched, after);
+        let xid: number | null = null;
+        if (announce) {
+          const begun = (await db.unsafe(`${this.begin}; SELECT pg_current_xact_id()::text AS x`)) as unknown as { x: string }[][];
+          xid = Number(begun[begun.length - 1]![0]!.x);
+        } else await db.unsafe(this.begin);
+        const value = await fn(db, writes, after);
         committing?.();
+        if (xid !== null && writes.size) sent = this.own.sending(xid, writes);
         // The marks and the COMMIT in one message: one round trip fewer per write.
-        await db.unsafe(touched.size ? `${markSql(touched, this.slots.slot(slot))}; COMMIT` : "COMMIT");
+        await db.unsafe(writes.size ? `${markSql(writes.resources(), this.slots.slot(slot))}; COMMIT` : "COMMIT");
+        if (sent) {
+          const revised = this.own.committed(sent);
+          sent = null;
+          await revised;
+        }
         if (announce) this.announced();
         for (const f of after) queueMicrotask(f);
         return value;
       } catch (e) {
+        if (sent) this.own.failed(sent);
         await db.unsafe("ROLLBACK").catch(() => {});
         const code = (e as PgError).errno;
         if ((code === "40P01" || code === "40001") && attempt < TX_ATTEMPTS) continue;
@@ -93,9 +110,9 @@ export class PgTransactions {
     throw e;
   }
 
-  /** Where a group holds back its creates (see InsertBuffer). */
-  insertBuffer(): InsertBuffer {
-    return new InsertBuffer(this.dialect);
+  /** Where a group holds back its creates (see InsertBuffer); `writes` hears of the rows once written. */
+  insertBuffer(writes: TxWrites): InsertBuffer {
+    return new InsertBuffer(this.dialect, writes);
   }
 
   private cursors = 0;
@@ -118,11 +135,11 @@ export class PgTransactions {
 
 
   /**
-   * The transaction object of a transaction open on `db`; `touched` collects the resources it wrote,
+   * The transaction object of a transaction open on `db`; `writes` collects what it wrote,
    * `after` what runs after the commit, `wrote` is set as soon as a write is tried (postgres-group.ts:
    * a job that fails after that may have left something behind).
    */
-  txFor(db: ReservedSQL, touched: Set<string>, after: (() => void)[], wrote: { wrote: boolean } = { wrote: false }, buffer?: InsertBuffer): StoreTx {
+  txFor(db: ReservedSQL, writes: TxWrites, after: (() => void)[], wrote: { wrote: boolean } = { wrote: false }, buffer?: InsertBuffer): StoreTx {
     const t = (r: string) => this.dialect.table(r);
     // Creates held back by the group go first: every statement sees them, as if written one by one.
     const q = async (sql: string, args: SqlValue[] = []) => {
@@ -136,8 +153,9 @@ export class PgTransactions {
     const guardedWrite = async (resource: string, uuid: string, sql: string, args: SqlValue[]) => {
       await q("SAVEPOINT row");
       try {
-        await q(sql, args);
+        const r = await q(sql, args);
         await q("RELEASE SAVEPOINT row");
+        return r;
       } catch (e) {
         await q("ROLLBACK TO SAVEPOINT row");
         await q("RELEASE SAVEPOINT row");
@@ -150,16 +168,21 @@ export class PgTransactions {
       insert: async (resource, rec) => {
         wrote.wrote = true;
         const args = [rec.uuid, rec.data, rec._created, rec._modified, rec._created_by, rec._modified_by];
-        if (buffer && !this.guarded.has(resource)) buffer.add(resource, rec, wrote);
-        else if (!this.guarded.has(resource)) {
-          // Only the uuid can clash: no savepoint needed (one round trip per row of an import).
-          const r = await q(`INSERT INTO ${t(resource)} (uuid, data, _created, _modified, _created_by, _modified_by) VALUES (?, (?::text)::json, ?, ?, ?, ?)
-            ON CONFLICT (uuid) DO NOTHING`, args);
-          if (!r.count) throw new AppError(409, "RESOURCE_EXISTS", `${resource}/${rec.uuid} already exists`);
-        } else {
-          await guardedWrite(resource, rec.uuid, `INSERT INTO ${t(resource)} (uuid, data, _created, _modified, _created_by, _modified_by) VALUES (?, (?::text)::json, ?, ?, ?, ?)`, args);
+        if (buffer && !this.guarded.has(resource)) {
+          buffer.add(resource, rec, wrote);
+          return;
         }
-        touched.add(resource);
+        let made: { id: number }[];
+        if (!this.guarded.has(resource)) {
+          // Only the uuid can clash: no savepoint needed (one round trip per row of an import).
+          made = await q(`INSERT INTO ${t(resource)} (uuid, data, _created, _modified, _created_by, _modified_by) VALUES (?, (?::text)::json, ?, ?, ?, ?)
+            ON CONFLICT (uuid) DO NOTHING RETURNING id::float8 AS id`, args);
+          if (!made.length) throw new AppError(409, "RESOURCE_EXISTS", `${resource}/${rec.uuid} already exists`);
+        } else {
+          made = await guardedWrite(resource, rec.uuid, `INSERT INTO ${t(resource)} (uuid, data, _created, _modified, _created_by, _modified_by) VALUES (?, (?::text)::json, ?, ?, ?, ?)
+            RETURNING id::float8 AS id`, args);
+        }
+        writes.add(resource, { ...rec, id: made[0]!.id });
       },
       update: async (resource, rec) => {
         wrote.wrote = true;
@@ -167,13 +190,13 @@ export class PgTransactions {
         const args = [rec.data, rec._modified, rec._modified_by, rec.uuid];
         if (this.guarded.has(resource)) await guardedWrite(resource, rec.uuid, sql, args);
         else await q(sql, args);
-        touched.add(resource);
+        writes.rewrite(resource);
       },
       delete: async (resource, uuid) => {
         wrote.wrote = true;
         const r = await q(`DELETE FROM ${t(resource)} WHERE uuid = ?`, [uuid]);
         if (!r.count) return false;
-        touched.add(resource);
+        writes.rewrite(resource);
         return true;
       },
       deleteAll: async (resource, history) => {
@@ -187,7 +210,7 @@ export class PgTransactions {
               SELECT ?, uuid, 'delete', ?, ?, data::text, _created FROM ${t(resource)} ORDER BY id`, [resource, history.at, history.user]);
         }
         const n = (await q(`DELETE FROM ${t(resource)}`)).count;
-        touched.add(resource);
+        writes.rewrite(resource);
         return n;
       },
       addHistory: async (e) => {
@@ -220,7 +243,7 @@ export class PgTransactions {
             throw e;
           }
         }
-        touched.add(resource);
+        writes.rewrite(resource);
       },
       readAll: (resource) => this.cursorOn<StoredRecord>(db, `SELECT ${PG_COLS} FROM ${t(resource)} ORDER BY id`, buffer),
       readHistory: () => this.cursorOn<HistoryEntry>(db, `SELECT ${historyCols()} FROM _resd_history ORDER BY id`, buffer),
@@ -260,7 +283,7 @@ export class InsertBuffer {
   private readonly rows = new Map<string, { recs: StoredRecord[]; owners: unknown[] }>();
   private count = 0;
 
-  constructor(private readonly dialect: PgDialect) {}
+  constructor(private readonly dialect: PgDialect, private readonly writes: TxWrites) {}
 
   get size(): number {
     return this.count;
@@ -279,17 +302,22 @@ export class InsertBuffer {
     this.rows.clear();
     this.count = 0;
     for (const [resource, { recs, owners }] of all) {
-      let made: { uuid: string }[];
+      let made: { uuid: string; id: number }[];
       try {
         made = (await db.unsafe(`INSERT INTO ${this.dialect.table(resource)} (uuid, data, _created, _modified, _created_by, _modified_by)
             SELECT u, d::json, c, m, cb, mb FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[]) AS x(u, d, c, m, cb, mb)
-            ON CONFLICT (uuid) DO NOTHING RETURNING uuid`,
+            ON CONFLICT (uuid) DO NOTHING RETURNING uuid, id::float8 AS id`,
         [recs.map((r) => r.uuid), recs.map((r) => r.data), recs.map((r) => r._created), recs.map((r) => r._modified),
-          recs.map((r) => r._created_by), recs.map((r) => r._modified_by)] as never[])) as { uuid: string }[];
+          recs.map((r) => r._created_by), recs.map((r) => r._modified_by)] as never[])) as { uuid: string; id: number }[];
       } catch (e) {
         throw new BufferFailed(null, e);
       }
-      if (made.length === recs.length) continue;
+      if (made.length === recs.length) {
+        // The rows in the order of their ids: the caches place new records by it.
+        const ids = new Map(made.map((m) => [m.uuid, m.id]));
+        for (const r of recs) this.writes.add(resource, { ...r, id: ids.get(r.uuid)! });
+        continue;
+      }
       // The first row of each uuid that went in takes it; any other row of that uuid clashed.
       const inserted = new Set(made.map((m) => m.uuid));
       const i = recs.findIndex((r) => !inserted.delete(r.uuid));

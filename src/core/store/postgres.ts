@@ -12,12 +12,15 @@ import { hostname } from "node:os";
 import { AppError } from "../errors";
 import { maskUrl } from "../config";
 import type { ResourceDef } from "../definitions/types";
-import { CommitMemo, BoundedMemo, DEFAULT_CACHE_BYTES, memoShare, rowBytes } from "./memo";
+import { CommitMemo, BoundedMemo, DEFAULT_CACHE_BYTES, filterTag, memoShare, rowBytes, type MemoTag } from "./memo";
 import { historyCols, numbered, PG_COLS, PgDialect } from "./postgres-dialect";
 import { PgTransactions, STREAM_BATCH, type PgError } from "./postgres-tx";
 import { Announcer, SnapshotWatch } from "./postgres-announce";
 import { SearchPlanner } from "./postgres-search";
 import { PgWriteGroups } from "./postgres-group";
+import { OwnCommits } from "./postgres-own";
+import { pgEqualitiesOf, pgJudge, reviseAdded } from "./postgres-revise";
+import type { RowJudge } from "./revise";
 import { LAST_CHANGE_SQL, markOf, type MarkRow } from "./postgres-marks";
 import { migrateInternal, SCHEMA_LOCK, syncResource } from "./postgres-schema";
 import { PgJobs } from "./postgres-jobs";
@@ -101,21 +104,34 @@ export class PgStore implements Store {
     // LISTEN holds a session: through a pooler it needs a connection of its own to the database.
     this.listenSql = pooled ? new SQL(opts.directUrl!, { max: 1, connectionTimeout: 10, connection: { application_name: APPLICATION } }) : this.sql;
     this.budget = pooled ? `; SET LOCAL statement_timeout = ${Math.floor(this.queryBudgetMs)}` : "";
+    this.memo = new CommitMemo(memoShare(opts.cacheMaxBytes ?? DEFAULT_CACHE_BYTES), () => this.foreign);
+    this.own = new OwnCommits(this.memo, (writes, added) =>
+      this.memo.committed(writes, (resource, _above, groups, valueOf) => reviseAdded(this.judge, added.get(resource) ?? [], groups, valueOf)));
     this.txs = new PgTransactions(this.writeSql, this.dialect, this.queryBudgetMs, `BEGIN${this.budget}`, () => {
       this.local++;
       this.announcer.announce();
-    });
+    }, this.own);
     this.groups = new PgWriteGroups(this.txs);
     this.announcer = new Announcer(() => this.writeSql.unsafe("SELECT pg_notify($1, $2)", [CHANNEL, this.instance]),
       (e) => console.error("telling the other instances of a commit failed (they notice within a second):", e));
-    this.watch = new SnapshotWatch(this.sql, () => this.local++);
+    this.watch = new SnapshotWatch(this.sql, (moved, snapshot, marks) => {
+      if (moved) this.local++;
+      if (this.own.othersMarked(snapshot, marks)) this.othersCommitted();
+    });
     this.searchPlanner = new SearchPlanner(this.sql, this.dialect);
     this.lists = new FairGate(Math.max(1, options.max - RESERVED_READS), opts.maxQueriesPerCaller ?? 0);
-    this.memo = new CommitMemo(memoShare(opts.cacheMaxBytes ?? DEFAULT_CACHE_BYTES), () => this.version());
     this.jobs = new PgJobs(this);
     this.access = new PgAccessStore(this);
   }
   private readonly queryBudgetMs: number;
+  /**
+   * Bumped by commits of other instances (their notices, the snapshot watch) and reconnects: the
+   * cached answers all go. This instance's own commits revise them instead (postgres-own.ts).
+   */
+  private foreign = 0;
+  private readonly own: OwnCommits;
+  /** How this database orders and matches values, as far as JavaScript can tell (set at open). */
+  private judge: RowJudge = pgJudge(this.dialect, false);
   /** Where LISTEN runs: a pool connection, or the direct one when the pools go through a pooler. */
   private readonly listenSql: SQL;
   /** What follows BEGIN: the time budget, where it cannot be a connection setting (behind a pooler). */
@@ -143,6 +159,9 @@ export class PgStore implements Store {
       let started = false;
       const l = await this.listenSql.listen(CHANGES_CHANNEL, (payload) => {
         if (payload.startsWith(prefix)) return;
+        // A change told is a commit of another instance whose own notice may still be on its way:
+        // what is read for this change (a record too large for the message) must not come from the cache.
+        this.othersCommitted();
         const space = payload.indexOf(" ");
         if (space > 0) fn(payload.slice(space + 1));
       }, () => (started ? lost() : (started = true)));
@@ -162,13 +181,16 @@ export class PgStore implements Store {
       await store.locked(async (db) => migrateInternal(db));
       store.listening = await store.listenSql.listen(CHANNEL, (from) => {
         if (from === store.instance || from === `${SCHEMA_NOTICE}${store.instance}`) return;
-        store.local++;
+        store.othersCommitted();
         if (from.startsWith(SCHEMA_NOTICE)) for (const fn of store.schemaListeners) fn();
       }, () => {
         // Reconnected: notices may have been missed meanwhile.
-        store.local++;
+        store.othersCommitted();
         for (const fn of store.schemaListeners) fn();
       });
+      // Text in code point order (a C collation) is compared in JavaScript when cached pages are revised.
+      const [collation] = await store.sql.unsafe(`SELECT datcollate AS c, to_jsonb(d)->>'datlocprovider' AS p FROM pg_database d WHERE datname = current_database()`) as { c: string; p: string | null }[];
+      store.judge = pgJudge(store.dialect, /^(C|POSIX|C\.UTF-?8)$/i.test(collation?.c ?? "") && (collation?.p ?? "c") !== "i");
       // Few deltas keep totals one short lookup; whichever instance gets there first folds them.
       store.folding = setInterval(() => void store.fold(), FOLD_EVERY_MS);
       store.folding.unref();
@@ -199,6 +221,8 @@ export class PgStore implements Store {
       await db.unsafe("SELECT pg_notify($1, $2)", [CHANNEL, this.instance]);
       await db.unsafe("COMMIT");
       this.local++;
+      // The SQL of a cached answer may mean something else now.
+      this.memo.dropAll();
       return value;
     } catch (e) {
       await db.unsafe("ROLLBACK").catch(() => {});
@@ -231,9 +255,20 @@ export class PgStore implements Store {
     }
   }
 
+  /** Estimated bytes the memo of answers holds now. */
+  memoBytes(): number {
+    return this.memo.bytes;
+  }
+
   /** Changes whenever anything commits, here or on another instance (as soon as its notice arrives). */
   version(): number {
     return this.local;
+  }
+
+  /** Another instance committed (its notice, or a move of the marks nobody told of): every cached answer goes. */
+  private othersCommitted(): void {
+    this.local++;
+    this.foreign++;
   }
 
   private readonly schemaListeners = new Set<() => void>();
@@ -291,7 +326,7 @@ export class PgStore implements Store {
   async get(resource: string, uuid: string): Promise<StoredRecord | null> {
     return this.memo.remember(BoundedMemo.key("get", resource, uuid),
       async () => (await this.query<StoredRecord>(`SELECT ${PG_COLS} FROM ${this.dialect.table(resource)} WHERE uuid = ?`, [uuid]))[0] ?? null,
-      (row) => (row ? rowBytes(row) : null));
+      (row) => (row ? rowBytes(row) : null), () => ({ kind: "any", resource }));
   }
 
   async findBy(resource: string, field: string, value: SqlValue, except?: string): Promise<StoredRecord | null> {
@@ -335,31 +370,56 @@ export class PgStore implements Store {
     return { ...q, where: `${before}${found}${after}`, args: [...q.args.slice(0, -1), `%${word}%`, q.args[q.args.length - 1]!] };
   }
 
-  private async selectSql(resource: string, q: CompiledQuery): Promise<[string, SqlValue[]]> {
+  /** `snapshot`: with the statement's snapshot in each row (`_snap`), for a page the cache keeps. */
+  private async selectSql(resource: string, q: CompiledQuery, snapshot = false): Promise<[string, SqlValue[]]> {
     const p = await this.plan(q);
     const paging = p.limit !== null ? " LIMIT ? OFFSET ?" : p.offset ? " OFFSET ?" : "";
     const args = p.limit !== null ? [...p.args, p.limit, p.offset] : p.offset ? [...p.args, p.offset] : p.args;
-    return [`SELECT ${PG_COLS} FROM ${this.dialect.table(resource)} ${p.where} ${p.orderBy}${paging}`, args];
+    const snap = snapshot ? ", (SELECT pg_current_snapshot()::text) AS _snap" : "";
+    return [`SELECT ${PG_COLS}${snap} FROM ${this.dialect.table(resource)} ${p.where} ${p.orderBy}${paging}`, args];
   }
 
+  /**
+   * A page is kept until a write can change it, and revised by this instance's creates (see
+   * postgres-own.ts); a search page goes with any write of its resource.
+   */
   async page(resource: string, q: CompiledQuery): Promise<StoredRecord[]> {
-    const [sql, args] = await this.selectSql(resource, q);
-    return this.memo.remember(BoundedMemo.key("page", sql, JSON.stringify(args)), () => this.listQuery<StoredRecord>(q.caller, sql, args),
-      (rows) => (rows.length <= PAGE_CACHE_ROWS ? rows.reduce((n, r) => n + rowBytes(r), 0) : null));
+    const [sql, args] = await this.selectSql(resource, q, true);
+    let snapshot: string | null = null;
+    const tag = (rows: StoredRecord[]): MemoTag => q.search || q.limit === null ? { kind: "any", resource }
+      : { kind: "rows", resource, filter: filterTag(q, pgEqualitiesOf), order: q.order, orderKey: JSON.stringify(q.order ?? null), offset: q.offset, limit: q.limit, full: rows.length > 0 && rows.length === q.limit };
+    return this.memo.remember(BoundedMemo.key("page", sql, JSON.stringify(args)), async () => {
+      const rows = await this.listQuery<StoredRecord & { _snap?: string }>(q.caller, sql, args);
+      snapshot = rows[0]?._snap ?? null;
+      for (const r of rows) delete r._snap;
+      return rows as StoredRecord[];
+    }, (rows) => (rows.length <= PAGE_CACHE_ROWS ? rows.reduce((n, r) => n + rowBytes(r), 0) : null), tag, (_, since) => this.own.settle(snapshot, since));
   }
 
+  /** Totals are kept like pages; creates of this instance add their matches to them. */
   async count(resource: string, q: Pick<CompiledQuery, "where" | "args" | "counted" | "search" | "caller">): Promise<number> {
+    let snapshot: string | null = null;
+    const settle = (_: number, since: number) => this.own.settle(snapshot, since);
     // A total the maintained counts hold is one small lookup, exact under any write load.
-    if (q.counted) {
-      try {
-        return await maintainedCount(this.sql, resource, q.counted);
-      } catch (e) {
-        throw this.readError(e);
-      }
+    const counted = q.counted;
+    if (counted) {
+      return this.memo.remember(BoundedMemo.key("counted", resource, JSON.stringify(counted)), async () => {
+        try {
+          const r = await maintainedCount(this.sql, resource, counted);
+          snapshot = r.snapshot;
+          return r.n;
+        } catch (e) {
+          throw this.readError(e);
+        }
+      }, undefined, () => ({ kind: "count", resource, filter: filterTag(q, pgEqualitiesOf) }), settle);
     }
     const p = await this.plan(q);
-    return this.memo.remember(BoundedMemo.key("count", resource, p.where, JSON.stringify(p.args)),
-      async () => Number((await this.listQuery<{ n: string }>(q.caller, `SELECT count(*) AS n FROM ${this.dialect.table(resource)} ${p.where}`, p.args))[0].n));
+    const tag = (): MemoTag => (q.search ? { kind: "any", resource } : { kind: "count", resource, filter: filterTag(q, pgEqualitiesOf) });
+    return this.memo.remember(BoundedMemo.key("count", resource, p.where, JSON.stringify(p.args)), async () => {
+      const [row] = await this.listQuery<{ n: string; s: string }>(q.caller, `SELECT count(*) AS n, pg_current_snapshot()::text AS s FROM ${this.dialect.table(resource)} ${p.where}`, p.args);
+      snapshot = row.s;
+      return Number(row.n);
+    }, undefined, tag, settle);
   }
 
   stream(resource: string, q: CompiledQuery): AsyncIterable<StoredRecord> {

@@ -21,7 +21,7 @@ import { Checkpointer, FALLBACK_AUTOCHECKPOINT_PAGES, WAL_SIZE_LIMIT, type Check
 import { migrateInternal, syncResource } from "./sqlite-schema";
 import { SqliteJobs } from "./sqlite-jobs";
 import { SqliteAccessStore } from "./access-sqlite";
-import { BoundedMemo, CommitMemo, DEFAULT_CACHE_BYTES, listShare, memoShare, recordShare, rowBytes, type FilterTag, type MemoTag } from "./memo";
+import { BoundedMemo, CommitMemo, DEFAULT_CACHE_BYTES, filterTag, listShare, memoShare, recordShare, rowBytes, type MemoTag } from "./memo";
 import { RecordCache } from "./record-cache";
 import { equalitiesOf, equalityFields } from "./sqlite-revise";
 import { SqliteReadRoute, configure } from "./sqlite-read-route";
@@ -39,12 +39,6 @@ const PAGE_CACHE_ROWS = 200;
 const BOUNDED_ROWS = 1000;
 /** From this offset on, a page first finds its row ids, then reads only those rows. */
 const DEEP_OFFSET = 1000;
-
-/** What a page or total depends on: its filter (see CommitMemo and reviseAnswers). */
-function filterTag(q: Pick<CompiledQuery, "where" | "args">): FilterTag {
-  const args = JSON.stringify(q.args);
-  return { key: BoundedMemo.key(q.where, args), where: q.where, args: q.args, equalities: equalitiesOf(q.where, q.args), bytes: (q.where.length + args.length) * 2 };
-}
 
 // A resource name is short and bounded: no digest needed (two lookups on every request).
 const changeKey = (resource: string) => `change\u0000${resource}`;
@@ -204,7 +198,7 @@ export class SqliteStore implements Store {
     const [sql, args] = this.selectSql(resource, await this.search.planSearch(q));
     // A search page depends on the search index too: it goes with any write of the resource.
     const tag = (rows: StoredRecord[]): MemoTag => q.search || q.limit === null ? { kind: "any", resource }
-      : { kind: "rows", resource, filter: filterTag(q), order: q.order, orderKey: JSON.stringify(q.order ?? null), offset: q.offset, limit: q.limit, full: rows.length > 0 && rows.length === q.limit };
+      : { kind: "rows", resource, filter: filterTag(q, equalitiesOf), order: q.order, orderKey: JSON.stringify(q.order ?? null), offset: q.offset, limit: q.limit, full: rows.length > 0 && rows.length === q.limit };
     return this.remember(BoundedMemo.key("page", sql, JSON.stringify(args)),
       () => this.route.readAll<StoredRecord>(sql, args, q.small || this.bounded(sql, args, q), { caller: q.caller }),
       (rows) => (rows.length <= PAGE_CACHE_ROWS ? rows.reduce((n, r) => n + rowBytes(r), 0) : null), tag);
@@ -275,7 +269,7 @@ export class SqliteStore implements Store {
     if (q.counted && this.counts.countedReady(resource)) return this.counts.maintainedCount(resource, q.counted);
     // A total of a search depends on the search index too: it goes with any write of the resource.
     const asked = q;
-    const tag = (): MemoTag => (asked.search ? { kind: "any", resource } : { kind: "count", resource, filter: filterTag(asked) });
+    const tag = (): MemoTag => (asked.search ? { kind: "any", resource } : { kind: "count", resource, filter: filterTag(asked, equalitiesOf) });
     if (q.search) {
       const planned = await this.search.planSearch({ ...q, orderBy: "", limit: null, offset: 0 }, true);
       // A term too common (or too short) for the index, and nothing else to filter by.

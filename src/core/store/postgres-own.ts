@@ -1,0 +1,156 @@
+/**
+ * This instance's own commits of records, as its cached answers see them.
+ *
+ * Dropping every cached page at every commit made a site under writes read each page from the
+ * database (pages under writes at a quarter of a bare server's). So a commit of this instance
+ * revises the answers instead, as on SQLite (revise.ts): it knows the rows it added. Three things
+ * make that exact on PostgreSQL, where reads run beside the commit on other connections:
+ *
+ * - Commits are revised in the order their COMMIT was sent (a group may be acknowledged before the
+ *   one sent ahead of it), and a write's caller hears of it only once it is revised.
+ * - Each transaction learns its id at BEGIN; every page and total read with the answer its
+ *   statement's snapshot (`pg_current_snapshot()`), which tells which commits it saw. An answer
+ *   is kept as it is when it saw every commit revised while it ran and none still to be revised;
+ *   one that saw a commit still to be revised is kept only until its resource is written
+ *   ("loose"); any other is not kept (CommitMemo.remember's settle).
+ * - The snapshot watch (postgres-announce.ts) tells other instances' commits from these: the sum
+ *   of the change marks may grow only by the marks of commits of this instance its snapshot saw.
+ */
+import type { CommitMemo, ResourceWrite } from "./memo";
+import type { AddedRow } from "./postgres-revise";
+
+/** What a snapshot says of transaction ids: those below xmin ended, those from xmax on had not begun, xip were running. */
+export type Snapshot = { xmin: number; xmax: number; xip: Set<number> };
+
+/** `pg_current_snapshot()::text`: `xmin:xmax:xip,xip,…`. */
+export function parseSnapshot(text: string): Snapshot {
+  const [xmin, xmax, xip] = text.split(":");
+  return { xmin: Number(xmin), xmax: Number(xmax), xip: new Set(xip ? xip.split(",").map(Number) : []) };
+}
+
+/** The transaction had ended when the snapshot was taken (committed, for a transaction known to have). */
+export const ended = (s: Snapshot, xid: number) => xid < s.xmin || (xid < s.xmax && !s.xip.has(xid));
+
+/** What one transaction wrote to records: per resource the rows it added, or anything else (`rewritten`). */
+export class TxWrites {
+  readonly added = new Map<string, AddedRow[]>();
+  readonly rewritten = new Set<string>();
+
+  add(resource: string, row: AddedRow): void {
+    let rows = this.added.get(resource);
+    if (!rows) this.added.set(resource, (rows = []));
+    rows.push(row);
+  }
+
+  rewrite(resource: string): void {
+    this.rewritten.add(resource);
+  }
+
+  /** The resources written (each gets its change mark). */
+  resources(): Set<string> {
+    return new Set([...this.added.keys(), ...this.rewritten]);
+  }
+
+  get size(): number {
+    return this.added.size + this.rewritten.size;
+  }
+}
+
+type Entry = { xid: number; writes: TxWrites; marks: number; state: "sent" | "ok" | "failed"; revised: PromiseWithResolvers<void> };
+
+/** Revised commits remembered for judging answers that ran across them. */
+const LOG = 256;
+
+export class OwnCommits {
+  /** Sent, not yet revised, in the order their COMMIT went. */
+  private readonly queue: Entry[] = [];
+  /** Revised lately: the memo's commit count after each, and the transaction's id. */
+  private readonly log: { epoch: number; xid: number }[] = [];
+  /** Sent, and not yet seen ended by a look of the snapshot watch. */
+  private unseen: Entry[] = [];
+  /** A commit counted by a look failed after all: the next look cannot tell. */
+  private unsure = false;
+  private lastMarks: number | null = null;
+
+  /** `revise`: applies a commit's writes to the memo (CommitMemo.committed with the right reviser). */
+  constructor(private readonly memo: CommitMemo, private readonly revise: (writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>) => void) {}
+
+  /** Transaction `xid` is about to send its COMMIT with a mark for each resource it wrote. */
+  sending(xid: number, writes: TxWrites): Entry {
+    const e: Entry = { xid, writes, marks: writes.resources().size, state: "sent", revised: Promise.withResolvers<void>() };
+    this.queue.push(e);
+    this.unseen.push(e);
+    return e;
+  }
+
+  /** Its COMMIT was acknowledged: resolves once it is revised into the memo (after every commit sent before it). */
+  committed(e: Entry): Promise<void> {
+    e.state = "ok";
+    this.drain();
+    return e.revised.promise;
+  }
+
+  /** Its COMMIT failed: the outcome is not known, so the answers of what it wrote go. */
+  failed(e: Entry): void {
+    e.state = "failed";
+    const i = this.unseen.indexOf(e);
+    if (i >= 0) this.unseen.splice(i, 1);
+    else this.unsure = true;
+    this.drain();
+  }
+
+  private drain(): void {
+    while (this.queue.length && this.queue[0].state !== "sent") {
+      const e = this.queue.shift()!;
+      const writes = new Map<string, ResourceWrite>();
+      for (const r of e.writes.resources()) {
+        writes.set(r, e.state === "ok" && !e.writes.rewritten.has(r) ? { newAbove: -1 } : "rewritten");
+      }
+      try {
+        this.revise(writes, e.state === "ok" ? e.writes.added : new Map());
+      } catch (err) {
+        // The commit is done whatever happens here: its writer must not hear of a failure.
+        console.error("revising the cached answers after a commit failed (they are all dropped):", err);
+        this.memo.dropAll();
+      } finally {
+        this.log.push({ epoch: this.memo.commits, xid: e.xid });
+        if (this.log.length > LOG) this.log.shift();
+        e.revised.resolve();
+      }
+    }
+  }
+
+  /** See CommitMemo's Settle: `snapshot` is the one the answer was read in (null: it has none, an empty page). */
+  settle(snapshot: string | null, since: number): "keep" | "loose" | "skip" {
+    const s = snapshot === null ? null : parseSnapshot(snapshot);
+    const now = this.memo.commits;
+    if (now !== since) {
+      // Every commit revised since must be one of these (a schema change is not), and seen by the answer.
+      const across = this.log.filter((l) => l.epoch > since);
+      if (across.length !== now - since || s === null) return "skip";
+      if (!across.every((l) => ended(s, l.xid))) return "skip";
+    }
+    if (!this.queue.length) return "keep";
+    if (s === null) return "loose";
+    return this.queue.some((e) => ended(s, e.xid)) ? "loose" : "keep";
+  }
+
+  /**
+   * A look of the snapshot watch: the sum of every change mark in the same snapshot. True when it
+   * grew by more than the marks of this instance's commits that ended since the last look (another
+   * instance committed records without its notice arriving, or with it still on its way).
+   */
+  othersMarked(snapshot: string, marks: number): boolean {
+    const s = parseSnapshot(snapshot);
+    let mine = 0;
+    this.unseen = this.unseen.filter((e) => {
+      if (!ended(s, e.xid)) return true;
+      mine += e.marks;
+      return false;
+    });
+    const moved = this.unsure || (this.lastMarks !== null && marks !== this.lastMarks + mine);
+    this.lastMarks = marks;
+    this.unsure = false;
+    return moved;
+  }
+}
