@@ -4,6 +4,7 @@
 # for loopback, data in a temporary folder that `stop` removes.
 #   scripts/postgres.sh start [PORT]   → prints the URL to use as RESD_TEST_DATABASE_URL
 #   scripts/postgres.sh stop [PORT]
+# RESD_PG_DURABLE=1: fsync and synchronous commit on (benches); RESD_PG_SHARED_BUFFERS (256MB).
 # One folder per port (default 55432), so a second cluster never removes a running one's data.
 set -euo pipefail
 BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
@@ -20,7 +21,7 @@ case "${1:-}" in
     FAST="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     [ "${RESD_PG_DURABLE:-}" = 1 ] && FAST=""
     "${RUNAS[@]}" "$BIN/pg_ctl" -D "$STATE/data" -l "$STATE/server.log" -w -t 60 \
-      -o "-c listen_addresses=127.0.0.1 -p $PORT -k $STATE -c max_connections=400 $FAST -c shared_buffers=256MB" start >/dev/null \
+      -o "-c listen_addresses=127.0.0.1 -p $PORT -k $STATE -c max_connections=400 $FAST -c shared_buffers=${RESD_PG_SHARED_BUFFERS:-256MB}" start >/dev/null \
       || { cat "$STATE/server.log" >&2; exit 1; }
     echo "postgres://postgres@127.0.0.1:$PORT/postgres"
     ;;
