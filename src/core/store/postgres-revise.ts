@@ -6,7 +6,7 @@
  * equalities, text in a collation other than code point order, a list or an object) drops the
  * answers concerned: they are read again on the next request.
  */
-import { reviseAnswers, UNKNOWN, type Fresh, type KeyReader, type Plain, type RowJudge } from "./revise";
+import { equalityReader, reviseAnswers, UNKNOWN, type Fresh, type KeyReader, type Plain, type RowJudge } from "./revise";
 import type { FilterGroup, FilterTag, Revision } from "./memo";
 import type { PgDialect } from "./postgres-dialect";
 import type { SqlValue, StoredRecord } from "./types";
@@ -15,26 +15,8 @@ import type { SqlValue, StoredRecord } from "./types";
 const FIELD = /^nullif\(\(data->'([A-Za-z0-9_]+)'\)::jsonb, 'null'::jsonb\)$/;
 const EQUALS = " = (?::text)::jsonb";
 
-/** Per filter text, the fields of its plain equalities in order, or null (a handful of shapes per resource). */
-const shapes = new Map<string, readonly string[] | null>();
-
-function equalityFields(where: string): readonly string[] | null {
-  if (!where) return [];
-  const known = shapes.get(where);
-  if (known !== undefined) return known;
-  let fields: string[] | null = [];
-  for (const cond of where.replace(/^WHERE /, "").split(" AND ")) {
-    const field = cond.endsWith(EQUALS) ? FIELD.exec(cond.slice(0, -EQUALS.length))?.[1] : undefined;
-    if (field === undefined) {
-      fields = null;
-      break;
-    }
-    fields.push(field);
-  }
-  if (shapes.size >= 1000) shapes.clear();
-  shapes.set(where, fields);
-  return fields;
-}
+/** The fields of a filter made only of plain equalities, in order; null for any other filter. */
+const equalityFields = equalityReader((cond) => (cond.endsWith(EQUALS) ? FIELD.exec(cond.slice(0, -EQUALS.length))?.[1] ?? null : null));
 
 /**
  * The filter as plain equalities of fields to values (the JSON the dialect compares with, parsed),

@@ -61,6 +61,33 @@ export interface RowJudge {
   sortsNoLaterBySql?(order: SortKey[], matched: Fresh[], last: StoredRecord, budget: Budget): boolean;
 }
 
+/**
+ * A reader of one dialect's filters as plain equalities: per filter text, the fields of its
+ * conditions in order, or null when a condition is anything else (`fieldOf` reads one condition).
+ * A handful of filter shapes per resource, read on every page and total that misses the cache:
+ * each is worked out once.
+ */
+export function equalityReader(fieldOf: (cond: string) => string | null): (where: string) => readonly string[] | null {
+  const shapes = new Map<string, readonly string[] | null>();
+  return (where) => {
+    if (!where) return [];
+    const known = shapes.get(where);
+    if (known !== undefined) return known;
+    let fields: string[] | null = [];
+    for (const cond of where.replace(/^WHERE /, "").split(" AND ")) {
+      const field = fieldOf(cond);
+      if (field === null) {
+        fields = null;
+        break;
+      }
+      fields.push(field);
+    }
+    if (shapes.size >= 1000) shapes.clear();
+    shapes.set(where, fields);
+    return fields;
+  };
+}
+
 /** Charges a filter's judging to the commit's budget: false once it is spent. */
 export function charge(budget: Budget, fresh: Fresh[], filter: FilterTag): boolean {
   budget.checks -= fresh.length * Math.max(1, filter.equalities?.length ?? 1);

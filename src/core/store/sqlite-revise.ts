@@ -7,7 +7,7 @@
 import type { Database, Statement } from "bun:sqlite";
 import { COLS } from "./sqlite-reads";
 import { keysOf, type FilterGroup, type FilterTag, type Revision } from "./memo";
-import { charge, MAX_NEW_ROWS, reviseAnswers as reviseWith, UNKNOWN, type Budget, type Fresh, type KeyReader, type Plain, type RowJudge } from "./revise";
+import { charge, equalityReader, MAX_NEW_ROWS, reviseAnswers as reviseWith, UNKNOWN, type Budget, type Fresh, type KeyReader, type Plain, type RowJudge } from "./revise";
 import type { SortKey, SqlValue, StoredRecord } from "./types";
 
 export { MAX_SQL_ORDERS } from "./revise";
@@ -22,25 +22,7 @@ const fieldOf = (expr: string) => FIELD.exec(expr)?.[1] ?? null;
  * The fields of a filter made only of plain equalities (`json_extract(data, '$."field"') = ?`, as
  * compileCondition writes them, one value each), in order; null for any other filter.
  */
-export function equalityFields(where: string): readonly string[] | null {
-  if (!where) return [];
-  // A handful of filter shapes per resource, read on every page and total that misses the cache.
-  const known = shapes.get(where);
-  if (known !== undefined) return known;
-  let fields: string[] | null = [];
-  for (const cond of where.replace(/^WHERE /, "").split(" AND ")) {
-    const field = cond.endsWith(" = ?") ? fieldOf(cond.slice(0, -4)) : null;
-    if (field === null) {
-      fields = null;
-      break;
-    }
-    fields.push(field);
-  }
-  if (shapes.size >= 1000) shapes.clear();
-  shapes.set(where, fields);
-  return fields;
-}
-const shapes = new Map<string, readonly string[] | null>();
+export const equalityFields = equalityReader((cond) => (cond.endsWith(" = ?") ? fieldOf(cond.slice(0, -4)) : null));
 
 /** The filter as plain equalities of fields to values JavaScript compares as SQLite does, if it is only that. */
 export function equalitiesOf(where: string, args: SqlValue[]): FilterTag["equalities"] {
