@@ -355,6 +355,32 @@ describe("PostgreSQL, with reads running beside the commits", () => {
     for (const [i, c] of read.entries()) await expectAsFresh(store, fresh, c, `read ${i}: ${c.where} ${JSON.stringify(c.args)} ${c.orderBy} ${c.offset}/${c.limit}`);
   }, 120_000);
 
+  test("a transaction that took a lower id commits after a later one: the pages it reaches hold its record", async () => {
+    const { store, fresh } = await openPg();
+    await store.transaction(async (tx) => { for (let i = 0; i < 4; i++) await tx.insert("items", record(i)); });
+    let release = () => {};
+    const gate = new Promise<void>((r) => (release = r));
+    let inserted = () => {};
+    const began = new Promise<void>((r) => (inserted = r));
+    const early = { ...record(10), data: JSON.stringify({ title: "early" }) };
+    const held = store.transaction(async (tx) => {
+      await tx.insert("items", early);
+      inserted();
+      await gate;
+    }, { alone: true });
+    await began;
+    await store.transaction(async (tx) => tx.insert("items", record(11)));
+    const byId = compileList(store.dialect, def, parseListParams({ limit: "5" }));
+    const newest = compileList(store.dialect, def, parseListParams({ sort: "_created|desc", limit: "5" }));
+    for (const c of [byId, newest]) await store.page("items", c);
+    release();
+    await held;
+    for (const c of [byId, newest]) {
+      expect((await store.page("items", c)).map((r) => r.uuid)).toEqual((await fresh.page("items", c)).map((r) => r.uuid));
+    }
+    expect((await store.page("items", byId)).map((r) => r.uuid)).toContain(early.uuid);
+  }, 30_000);
+
   test("the snapshot watch does not take this instance's own commits for another's: answers stay across its looks", async () => {
     const { store } = await openPg();
     await store.transaction(async (tx) => { for (let i = 0; i < 30; i++) await tx.insert("items", record(i)); });

@@ -18,6 +18,7 @@
  */
 import type { CommitMemo, ResourceWrite } from "./memo";
 import type { AddedRow } from "./postgres-revise";
+import { MAX_NEW_ROWS } from "./revise";
 
 /** What a snapshot says of transaction ids: those below xmin ended, those from xmax on had not begun, xip were running. */
 export type Snapshot = { xmin: number; xmax: number; xip: Set<number> };
@@ -37,12 +38,16 @@ export class TxWrites {
   readonly rewritten = new Set<string>();
 
   add(resource: string, row: AddedRow): void {
+    if (this.rewritten.has(resource)) return;
     let rows = this.added.get(resource);
     if (!rows) this.added.set(resource, (rows = []));
     rows.push(row);
+    // More than revising would look at (an import): not kept row by row, its answers all go.
+    if (rows.length > MAX_NEW_ROWS) this.rewrite(resource);
   }
 
   rewrite(resource: string): void {
+    this.added.delete(resource);
     this.rewritten.add(resource);
   }
 
@@ -56,7 +61,7 @@ export class TxWrites {
   }
 }
 
-type Entry = { xid: number; writes: TxWrites; marks: number; state: "sent" | "ok" | "failed"; revised: PromiseWithResolvers<void> };
+type Entry = { xid: number; writes: TxWrites; marks: number; state: "sent" | "ok" | "failed"; revised: PromiseWithResolvers<void>; timer: ReturnType<typeof setTimeout> };
 
 /** Revised commits remembered for judging answers that ran across them. */
 const LOG = 256;
@@ -71,13 +76,34 @@ export class OwnCommits {
   /** A commit counted by a look failed after all: the next look cannot tell. */
   private unsure = false;
   private lastMarks: number | null = null;
+  /**
+   * Per resource, the highest row id revised in so far. Ids are taken at INSERT, not at COMMIT: a
+   * commit bringing a lower one (a transaction that ran beside later ones) is not placed among
+   * the kept rows as the newest; its resource's answers go instead.
+   */
+  private readonly highest = new Map<string, number>();
 
-  /** `revise`: applies a commit's writes to the memo (CommitMemo.committed with the right reviser). */
-  constructor(private readonly memo: CommitMemo, private readonly revise: (writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>) => void) {}
+  /**
+   * `revise`: applies a commit's writes to the memo (CommitMemo.committed with the right reviser);
+   * `patienceMs`: how long a COMMIT may stay unanswered before the commits sent after it stop
+   * waiting for it (its answers are dropped as if it had failed).
+   */
+  constructor(
+    private readonly memo: CommitMemo,
+    private readonly revise: (writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>) => void,
+    private readonly patienceMs: number,
+  ) {}
 
   /** Transaction `xid` is about to send its COMMIT with a mark for each resource it wrote. */
   sending(xid: number, writes: TxWrites): Entry {
-    const e: Entry = { xid, writes, marks: writes.resources().size, state: "sent", revised: Promise.withResolvers<void>() };
+    const e: Entry = {
+      xid, writes, marks: writes.resources().size, state: "sent", revised: Promise.withResolvers<void>(),
+      // A COMMIT that never answers (a connection gone quiet) must not hold every later write.
+      timer: setTimeout(() => {
+        if (e.state === "sent") this.failed(e);
+      }, this.patienceMs),
+    };
+    e.timer.unref?.();
     this.queue.push(e);
     this.unseen.push(e);
     return e;
@@ -85,13 +111,18 @@ export class OwnCommits {
 
   /** Its COMMIT was acknowledged: resolves once it is revised into the memo (after every commit sent before it). */
   committed(e: Entry): Promise<void> {
+    clearTimeout(e.timer);
+    // Given up on already (it answered past its patience): its answers went as if it had failed.
+    if (e.state !== "sent") return e.revised.promise;
     e.state = "ok";
     this.drain();
     return e.revised.promise;
   }
 
-  /** Its COMMIT failed: the outcome is not known, so the answers of what it wrote go. */
+  /** Its COMMIT failed, or answers too late: the outcome is not known, so the answers of what it wrote go. */
   failed(e: Entry): void {
+    clearTimeout(e.timer);
+    if (e.state !== "sent") return;
     e.state = "failed";
     const i = this.unseen.indexOf(e);
     if (i >= 0) this.unseen.splice(i, 1);
@@ -104,7 +135,16 @@ export class OwnCommits {
       const e = this.queue.shift()!;
       const writes = new Map<string, ResourceWrite>();
       for (const r of e.writes.resources()) {
-        writes.set(r, e.state === "ok" && !e.writes.rewritten.has(r) ? { newAbove: -1 } : "rewritten");
+        const rows = e.writes.added.get(r);
+        let low = Infinity;
+        let high = -Infinity;
+        for (const row of rows ?? []) {
+          low = Math.min(low, row.id);
+          high = Math.max(high, row.id);
+        }
+        const placeable = e.state === "ok" && rows !== undefined && low > (this.highest.get(r) ?? -Infinity);
+        if (rows) this.highest.set(r, Math.max(high, this.highest.get(r) ?? -Infinity));
+        writes.set(r, placeable ? { newAbove: -1 } : "rewritten");
       }
       try {
         this.revise(writes, e.state === "ok" ? e.writes.added : new Map());

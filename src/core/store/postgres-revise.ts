@@ -6,7 +6,7 @@
  * equalities, text in a collation other than code point order, a list or an object) drops the
  * answers concerned: they are read again on the next request.
  */
-import { equalityReader, reviseAnswers, UNKNOWN, type Fresh, type KeyReader, type Plain, type RowJudge } from "./revise";
+import { charge, equalityReader, reviseAnswers, UNKNOWN, type Fresh, type KeyReader, type Plain, type RowJudge } from "./revise";
 import type { FilterGroup, FilterTag, Revision } from "./memo";
 import type { PgDialect } from "./postgres-dialect";
 import type { SqlValue, StoredRecord } from "./types";
@@ -83,8 +83,8 @@ export function pgJudge(dialect: PgDialect, codePoints: boolean): RowJudge {
   return {
     keyReader,
     compare,
-    matches(filter, fresh) {
-      if (!filter.equalities) return null;
+    matches(filter, fresh, budget) {
+      if (!filter.equalities || !charge(budget, fresh, filter)) return null;
       const ids: number[] = [];
       for (const row of fresh) {
         let all: boolean | undefined = true;

@@ -45,6 +45,9 @@ const SCHEMA_NOTICE = "schema:";
  */
 const RESERVED_READS = 2;
 
+/** Beyond the query budget, how long a COMMIT may go unanswered before later commits stop waiting for it (see OwnCommits). */
+const COMMIT_PATIENCE_MS = 5000;
+
 const APPLICATION = `resd/${hostname()}/${process.pid}`.slice(0, 63);
 /** How often committed count deltas are folded into the counts (postgres-counts.ts), and how much at most at a time. */
 const FOLD_EVERY_MS = 1000;
@@ -106,7 +109,8 @@ export class PgStore implements Store {
     this.budget = pooled ? `; SET LOCAL statement_timeout = ${Math.floor(this.queryBudgetMs)}` : "";
     this.memo = new CommitMemo(memoShare(opts.cacheMaxBytes ?? DEFAULT_CACHE_BYTES), () => this.foreign);
     this.own = new OwnCommits(this.memo, (writes, added) =>
-      this.memo.committed(writes, (resource, _above, groups, valueOf) => reviseAdded(this.judge, added.get(resource) ?? [], groups, valueOf)));
+      this.memo.committed(writes, (resource, _above, groups, valueOf) => reviseAdded(this.judge, added.get(resource) ?? [], groups, valueOf)),
+    this.queryBudgetMs + COMMIT_PATIENCE_MS);
     this.txs = new PgTransactions(this.writeSql, this.dialect, this.queryBudgetMs, `BEGIN${this.budget}`, () => {
       this.local++;
       this.announcer.announce();
