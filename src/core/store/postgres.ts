@@ -1,9 +1,9 @@
 /**
- * PostgreSQL adapter of the store, through Bun's built-in SQL client. Reads run on the pool; each
- * transaction reserves a connection of its own (PostgreSQL commits concurrent transactions together
- * by itself, so there is no group commit here; postgres-tx.ts runs them and holds the transaction
- * object writes go through). Several resd instances may share one database: every commit notifies
- * the others (LISTEN/NOTIFY), which drop their cached pages and totals at once.
+ * PostgreSQL adapter of the store, through Bun's built-in SQL client. Reads run on the pool; writes
+ * that wait while others run share the next transaction (postgres-group.ts), which postgres-tx.ts
+ * runs on a reserved connection. Cached pages and totals are revised by this instance's own
+ * commits (postgres-own.ts). Several resd instances may share one database: every commit notifies
+ * the others (LISTEN/NOTIFY), which drop their cached answers at once.
  *
  * Rule for callers, as on SQLite: a transaction body only awaits the store.
  */
@@ -324,8 +324,9 @@ export class PgStore implements Store {
   }
 
   /**
-   * Kept like a page until anything commits, here or on another instance (its notice, or the
-   * snapshot watch): a record read again and again costs no round trip. A missing one is not kept.
+   * Kept like a page until its resource is written here, or anything is committed by another
+   * instance (its notice, or the snapshot watch): a record read again and again costs no round
+   * trip. A missing one is not kept.
    */
   async get(resource: string, uuid: string): Promise<StoredRecord | null> {
     return this.memo.remember(BoundedMemo.key("get", resource, uuid),
