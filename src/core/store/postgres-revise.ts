@@ -68,14 +68,13 @@ export function pgJudge(dialect: PgDialect, codePoints: boolean): RowJudge {
   const keyReader = (expr: string): KeyReader => {
     let read = readers.get(expr);
     if (read) return read;
-    const field = FIELD.exec(expr)?.[1];
-    if (field !== undefined) read = (_row, data) => plain(data()[field]);
-    else if (expr === "_created" || expr === "_modified") read = (row) => row[expr];
-    else {
-      // A text field sorted by its leading number (PgDialect.numeric); anything else only PostgreSQL can say.
-      const numeric = /^CASE WHEN (nullif\(\(data->'([A-Za-z0-9_]+)'\)::jsonb, 'null'::jsonb\)) IS NULL/.exec(expr);
-      read = numeric && expr === dialect.numeric(numeric[1]) ? (_row, data) => leadingNumber(data()[numeric[2]]) : () => UNKNOWN;
-    }
+    // A field's value, or a text field sorted by its leading number, as the dialect writes them;
+    // anything else (translations, `|text`) only PostgreSQL can say.
+    const field = /data->'([A-Za-z0-9_]+)'/.exec(expr)?.[1];
+    if (expr === "_created" || expr === "_modified") read = (row) => row[expr];
+    else if (field !== undefined && expr === dialect.field(field)) read = (_row, data) => plain(data()[field]);
+    else if (field !== undefined && expr === dialect.numeric(dialect.field(field))) read = (_row, data) => leadingNumber(data()[field]);
+    else read = () => UNKNOWN;
     if (readers.size >= 1000) readers.clear();
     readers.set(expr, read);
     return read;
