@@ -50,8 +50,16 @@ count() { grep -Eo "^ *[0-9]+ $1\$" "$logs"/*.txt | awk -F: '{ s += $2 } END { p
 # CI keeps only the tail of what the run printed: the failures are repeated here, with their files.
 if grep -q "^(fail)" "$logs"/*.txt; then
   echo "== failed"
+  # Each failure with the lines bun printed for it (the error and its source), up to 40; bun's own
+  # list of failures at the end of a run (after "N tests failed:") would repeat them under the last file.
   for run in sqlite postgres; do
-    awk -v run="$run" '/^test\/.*\.test\.ts:$/ { file = $0 } /^\(fail\)/ { print run ": " file " " $0 }' "$logs/$run.txt"
+    awk -v run="$run" '
+      /^[0-9]+ tests? failed:$/ { done = 1 }
+      done { next }
+      /^test\/.*\.test\.ts:$/ { file = $0; n = 0; next }
+      /^\(pass\)/ { n = 0; next }
+      /^\(fail\)/ { print "-- " run ": " file " " $0; for (i = (n > 40 ? n - 40 : 0); i < n; i++) print "   " ctx[i % 40]; n = 0; next }
+      { ctx[n % 40] = $0; n++ }' "$logs/$run.txt"
   done
 fi
 echo "SQLite run exit $first, PostgreSQL run exit $second"
