@@ -25,7 +25,7 @@ export function asciiTrigrams(text: string): Set<string> {
 type List = { ids: Int32Array; length: number };
 
 /** Overhead of one list beyond its ids (map entries, key, object). */
-const LIST_OVERHEAD = 160;
+export const LIST_OVERHEAD = 160;
 /** A create of more rows than this drops the resource's lists instead of reading the new rows' text. */
 const MAX_APPENDED_ROWS = 1000;
 
@@ -64,7 +64,12 @@ export class GramLists {
    * returns it as kept; undefined when it is not kept (too large, unsorted, or ids past 2^31).
    */
   put(resource: string, gram: string, ids: ArrayLike<number>, gen: number): Int32Array | undefined {
-    if (this.maxBytes <= 0 || this.generation(resource) !== gen) return undefined;
+    if (this.generation(resource) !== gen) return undefined;
+    return this.keep(resource, gram, ids);
+  }
+
+  private keep(resource: string, gram: string, ids: ArrayLike<number>): Int32Array | undefined {
+    if (this.maxBytes <= 0) return undefined;
     for (let i = 0; i < ids.length; i++) if (ids[i]! > 0x7fffffff || (i > 0 && ids[i]! <= ids[i - 1]!)) return undefined;
     const key = `${resource}\u0000${gram}`;
     this.remove(key);
@@ -78,6 +83,29 @@ export class GramLists {
     this.bytes += bytes;
     this.evict();
     return kept;
+  }
+
+  /** To pass to `putSettled` with lists read now. */
+  allGeneration(): number {
+    this.checkVersion();
+    return this.allChangedAt;
+  }
+
+  /** Whether any list of `resource` is kept. */
+  holds(resource: string): boolean {
+    this.checkVersion();
+    return (this.grams.get(resource)?.size ?? 0) > 0;
+  }
+
+  /**
+   * `put` for a list whose reader judged the commits of this process across the read itself (on
+   * PostgreSQL, by its snapshot): only a drop of every list since `allGeneration()` was `gen` keeps
+   * it out. False when the lists went meanwhile (the rest of a batch read with it is of no use).
+   */
+  putSettled(resource: string, gram: string, ids: ArrayLike<number>, gen: number): boolean {
+    if (this.allGeneration() !== gen) return false;
+    this.keep(resource, gram, ids);
+    return true;
   }
 
   /**

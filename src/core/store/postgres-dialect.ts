@@ -21,6 +21,8 @@ const fieldOf = (name: string) => `nullif((data->${lit(name)})::jsonb, 'null'::j
 export class PgDialect implements Dialect {
   /** Per resource, the expression of its search text (set by the schema sync, indexed by trigrams). */
   readonly searchText = new Map<string, string>();
+  /** Per resource whose search text is plain strings joined (searchTextSql), those fields. */
+  readonly plainSearch = new Map<string, string[]>();
 
   table(resource: string): string {
     return quoteIdent(`r:${resource}`);
@@ -84,11 +86,15 @@ const STRING_TYPES = new Set(["text", "textarea", "html", "slug", "email", "url"
  * translations cost a fifth of a create's time on PostgreSQL and most of a search's recheck.
  */
 export function searchTextSql(def: ResourceDef): string {
+  const fields = plainSearchFields(def);
+  if (fields) return fields.length ? `(${fields.map((n) => `coalesce(data->>${lit(n)}, '')`).join(" || chr(31) || ")})` : "''";
+  return `resd_search_text(data, ARRAY[${searchFields(def).map(lit).join(", ")}]::text[])`;
+}
+
+/** The search fields when each holds one string (the search text is their values joined by U+001F), else null. */
+export function plainSearchFields(def: ResourceDef): string[] | null {
   const fields = searchFields(def);
-  if (fields.every((n) => def.fields[n] && STRING_TYPES.has(def.fields[n].type) && !isCompound(def.fields[n]))) {
-    return fields.length ? `(${fields.map((n) => `coalesce(data->>${lit(n)}, '')`).join(" || chr(31) || ")})` : "''";
-  }
-  return `resd_search_text(data, ARRAY[${fields.map(lit).join(", ")}]::text[])`;
+  return fields.every((n) => def.fields[n] && STRING_TYPES.has(def.fields[n].type) && !isCompound(def.fields[n])) ? fields : null;
 }
 
 /**

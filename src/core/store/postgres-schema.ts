@@ -6,7 +6,7 @@ import type { ReservedSQL } from "bun";
 import type { ResourceDef } from "../definitions/types";
 import { searchFields } from "../definitions/derived";
 import { quoteIdent } from "./dialect";
-import { searchTextSql, type PgDialect } from "./postgres-dialect";
+import { plainSearchFields, searchTextSql, type PgDialect } from "./postgres-dialect";
 import type { SchemaChange } from "./types";
 import { COUNT_DELTAS_VACUUM, COUNT_TABLES, syncCounts } from "./postgres-counts";
 
@@ -164,5 +164,8 @@ export async function syncResource(db: ReservedSQL, def: ResourceDef, d: PgDiale
   }
   changes.push(...(await syncCounts(db, def, d)));
   d.searchText.set(def.name, searchFields(def).length ? searchTextSql(def) : "''");
+  const plain = plainSearchFields(def);
+  if (plain?.length) d.plainSearch.set(def.name, plain);
+  else d.plainSearch.delete(def.name);
   return { changes, synced: { uniqueFields: new Map(want.filter((w) => w.unique).map((w) => [w.name, w.unique!])) } };
 }

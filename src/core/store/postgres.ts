@@ -12,7 +12,9 @@ import { hostname } from "node:os";
 import { AppError } from "../errors";
 import { maskUrl } from "../config";
 import type { ResourceDef } from "../definitions/types";
-import { CommitMemo, BoundedMemo, DEFAULT_CACHE_BYTES, filterTag, memoShare, rowBytes, type MemoTag } from "./memo";
+import { CommitMemo, BoundedMemo, DEFAULT_CACHE_BYTES, filterTag, listShare, memoShare, rowBytes, type MemoTag } from "./memo";
+import { GramLists } from "./gram-lists";
+import { PgGramIndex, type TextRow } from "./postgres-gram-index";
 import { historyCols, numbered, PG_COLS, PgDialect } from "./postgres-dialect";
 import { PgTransactions, STREAM_BATCH, type PgError } from "./postgres-tx";
 import { Announcer, SnapshotWatch } from "./postgres-announce";
@@ -31,6 +33,8 @@ import type { AccessStore, InstanceBus, CompiledQuery, DetachedReads, HistoryEnt
 
 /** Rows per cached page (larger pages are not kept). */
 const PAGE_CACHE_ROWS = 200;
+/** Rows per fetch when the search lists of a resource are built (short texts: a few hundred kB). */
+const TEXT_BATCH = 5000;
 /** The channel on which every commit is announced to the other instances. */
 const CHANNEL = "resd_commits";
 /** The channel of realtime changes (see `bus`). */
@@ -107,10 +111,21 @@ export class PgStore implements Store {
     // LISTEN holds a session: through a pooler it needs a connection of its own to the database.
     this.listenSql = pooled ? new SQL(opts.directUrl!, { max: 1, connectionTimeout: 10, connection: { application_name: APPLICATION } }) : this.sql;
     this.budget = pooled ? `; SET LOCAL statement_timeout = ${Math.floor(this.queryBudgetMs)}` : "";
-    this.memo = new CommitMemo(memoShare(opts.cacheMaxBytes ?? DEFAULT_CACHE_BYTES), () => this.foreign);
-    this.own = new OwnCommits(this.memo, (writes, added) =>
-      this.memo.committed(writes, (resource, _above, groups, valueOf) => reviseAdded(this.judge, added.get(resource) ?? [], groups, valueOf)),
-    this.queryBudgetMs + COMMIT_PATIENCE_MS);
+    const cacheBytes = opts.cacheMaxBytes ?? DEFAULT_CACHE_BYTES;
+    this.memo = new CommitMemo(memoShare(cacheBytes), () => this.foreign);
+    this.gramLists = new GramLists(listShare(cacheBytes), () => this.foreign);
+    this.own = new OwnCommits(this.memo, (writes, added) => {
+      try {
+        this.gramIndex.committed(writes, added);
+      } catch (e) {
+        // Half-revised lists would miss records: they go (OwnCommits drops the answers too).
+        this.gramLists.dropAll();
+        throw e;
+      }
+      this.memo.committed(writes, (resource, _above, groups, valueOf) => reviseAdded(this.judge, added.get(resource) ?? [], groups, valueOf));
+    }, this.queryBudgetMs + COMMIT_PATIENCE_MS);
+    this.gramIndex = new PgGramIndex(this.gramLists, (resource) => this.searchTexts(resource), (resource) => this.dialect.plainSearch.get(resource) ?? null,
+      (snapshot, since) => this.own.settle(snapshot, since), () => this.memo.commits, listShare(cacheBytes), () => this.asciiFolds);
     this.txs = new PgTransactions(this.writeSql, this.dialect, this.queryBudgetMs, `BEGIN${this.budget}`, () => {
       this.local++;
       this.announcer.announce();
@@ -148,6 +163,11 @@ export class PgStore implements Store {
   private readonly watch: SnapshotWatch;
   /** Which word of a search term the trigram index is asked for. */
   private readonly searchPlanner: SearchPlanner;
+  /** Row ids per search trigram, kept while this instance's writes revise them (postgres-gram-index.ts). */
+  private readonly gramLists: GramLists;
+  private readonly gramIndex: PgGramIndex;
+  /** The database lowers ASCII letters to ASCII (not a Turkic ctype): kept search lists can be used. */
+  private asciiFolds = false;
 
   /** Realtime changes between instances: NOTIFY after the write committed, `<instance> <message>`. */
   readonly bus: InstanceBus = {
@@ -193,8 +213,11 @@ export class PgStore implements Store {
         for (const fn of store.schemaListeners) fn();
       });
       // Text in code point order (a C collation) is compared in JavaScript when cached pages are revised.
-      const [collation] = await store.sql.unsafe(`SELECT datcollate AS c, to_jsonb(d)->>'datlocprovider' AS p FROM pg_database d WHERE datname = current_database()`) as { c: string; p: string | null }[];
+      const [collation] = await store.sql.unsafe(`SELECT datcollate AS c, datctype AS t, coalesce(to_jsonb(d)->>'datlocale', to_jsonb(d)->>'daticulocale') AS l,
+        to_jsonb(d)->>'datlocprovider' AS p FROM pg_database d WHERE datname = current_database()`) as { c: string; t: string; l: string | null; p: string | null }[];
       store.judge = pgJudge(store.dialect, /^(C|POSIX|C\.UTF-?8)$/i.test(collation?.c ?? "") && (collation?.p ?? "c") !== "i");
+      // Turkish and Azeri lower "I" to a dotless ı: a search's ASCII trigrams are not the text's there.
+      store.asciiFolds = ![collation?.t, (collation?.p ?? "c") === "c" ? null : collation?.l].some((l) => /^(tr|az)([-_.@]|$)/i.test(l ?? ""));
       // Few deltas keep totals one short lookup; whichever instance gets there first folds them.
       store.folding = setInterval(() => void store.fold(), FOLD_EVERY_MS);
       store.folding.unref();
@@ -227,6 +250,7 @@ export class PgStore implements Store {
       this.local++;
       // The SQL of a cached answer may mean something else now.
       this.memo.dropAll();
+      this.gramLists.dropAll();
       return value;
     } catch (e) {
       await db.unsafe("ROLLBACK").catch(() => {});
@@ -262,6 +286,11 @@ export class PgStore implements Store {
   /** Estimated bytes the memo of answers holds now. */
   memoBytes(): number {
     return this.memo.bytes;
+  }
+
+  /** Estimated bytes the kept search lists hold now. */
+  searchListBytes(): number {
+    return this.gramLists.heldBytes;
   }
 
   /** Changes whenever anything commits, here or on another instance (as soon as its notice arrives). */
@@ -355,22 +384,27 @@ export class PgStore implements Store {
 
   /**
    * A search term shorter than a trigram gains nothing from the index: it is answered by a scan.
-   * A longer one that is rare asks the index for its rarest word, and the whole term filters what
-   * that finds (postgres-search.ts); a common one reads the table in the page's order.
+   * A longer one whose candidates the kept trigram lists narrow to a few reads those rows by id
+   * (postgres-gram-index.ts). Otherwise a rare term asks the index for its rarest word, and the
+   * whole term filters what that finds (postgres-search.ts); a common one reads the table in the
+   * page's order.
    */
   private async plan<Q extends Pick<CompiledQuery, "where" | "args" | "search">>(q: Q): Promise<Q> {
     if (!q.search) return q;
     if (Array.from(q.search.term).length < 3) return { ...q, where: q.search.scan.where, args: q.search.scan.args, search: undefined };
-    const word = await this.searchPlanner.narrowest(q.search.resource, q.search.term);
-    if (!word) return q;
     // compileList puts the index's condition last, and its pattern last among the arguments.
     const cond = this.dialect.searchIndex(q.search.resource);
     const at = q.where.lastIndexOf(cond);
     if (at < 0 || q.args.length === 0) return q;
-    const table = this.dialect.table(q.search.resource);
     const [before, after] = [q.where.slice(0, at), q.where.slice(at + cond.length)];
-    if (word === q.search.term) return { ...q, where: `${before}id = ANY (ARRAY(SELECT id FROM ${table} WHERE ${cond}))${after}` };
     const text = this.dialect.searchText.get(q.search.resource)!;
+    // `|| ''` keeps the planner from handing the term to the index too.
+    const ids = this.gramIndex.candidates(q.search.resource, q.search.term);
+    if (ids) return { ...q, where: `${before}id = ANY (?::int8[]) AND (${text} || '') ILIKE ?${after}`, args: [...q.args.slice(0, -1), `{${ids.join(",")}}`, q.args[q.args.length - 1]!] };
+    const word = await this.searchPlanner.narrowest(q.search.resource, q.search.term);
+    if (!word) return q;
+    const table = this.dialect.table(q.search.resource);
+    if (word === q.search.term) return { ...q, where: `${before}id = ANY (ARRAY(SELECT id FROM ${table} WHERE ${cond}))${after}` };
     const found = `id = ANY (ARRAY(SELECT id FROM ${table} WHERE ${cond} AND (${text} || '') ILIKE ?))`;
     return { ...q, where: `${before}${found}${after}`, args: [...q.args.slice(0, -1), `%${word}%`, q.args[q.args.length - 1]!] };
   }
@@ -438,6 +472,12 @@ export class PgStore implements Store {
     yield* this.cursor<StoredRecord>(sql, args, q.caller);
   }
 
+  /** A resource's ids and search texts in id order, in one snapshot (named in each row), for its kept trigram lists. */
+  private searchTexts(resource: string): AsyncIterable<TextRow> {
+    const text = this.dialect.searchText.get(resource) ?? "''";
+    return this.cursor<TextRow>(`SELECT id::float8 AS id, ${text} AS t, (SELECT pg_current_snapshot()::text) AS s FROM ${this.dialect.table(resource)} ORDER BY id`, [], undefined, TEXT_BATCH);
+  }
+
   async otherProcesses(): Promise<string[]> {
     const rows = await this.query<{ app: string }>(`SELECT DISTINCT application_name AS app FROM pg_stat_activity
       WHERE datname = current_database() AND application_name LIKE 'resd/%' AND application_name <> ?`, [APPLICATION]);
@@ -452,7 +492,7 @@ export class PgStore implements Store {
    * Rows through a cursor on a connection of its own, a batch at a time. A caller's stream holds
    * its turn at the list connections (see `lists`) until it ends: the connection is held as long.
    */
-  private async *cursor<T>(sql: string, args: SqlValue[], caller?: string): AsyncIterable<T> {
+  private async *cursor<T>(sql: string, args: SqlValue[], caller?: string, batch = STREAM_BATCH): AsyncIterable<T> {
     const release = caller === undefined ? null : await this.lists.acquire(caller, true);
     let db: ReservedSQL;
     try {
@@ -468,9 +508,9 @@ export class PgStore implements Store {
       // A long export is not a runaway query: the budget applies to each fetch, not to the whole.
       await db.unsafe(`DECLARE resd_rows NO SCROLL CURSOR FOR ${numbered(sql)}`, args as never[]);
       for (;;) {
-        const rows = (await db.unsafe(`FETCH ${STREAM_BATCH} FROM resd_rows`).catch((e) => Promise.reject(this.readError(e)))) as T[];
+        const rows = (await db.unsafe(`FETCH ${batch} FROM resd_rows`).catch((e) => Promise.reject(this.readError(e)))) as T[];
         for (const r of rows) yield r;
-        if (rows.length < STREAM_BATCH) break;
+        if (rows.length < batch) break;
       }
     } finally {
       if (open) await db.unsafe("ROLLBACK").catch(() => {});

@@ -1,0 +1,202 @@
+/**
+ * Search on PostgreSQL from kept trigram lists, as SQLite searches (gram-lists.ts).
+ *
+ * The trigram index (GIN) answers a rare term in about 1.5 ms of the database's time: most of it
+ * goes to decoding and intersecting the posting lists of the term's trigrams, which are long for
+ * digits ("123" is in 4,000 of 1M "Record number N"). On two cores that held search near 1,000
+ * requests a second. Kept in memory as sorted ids, the same intersection takes microseconds, and
+ * the database only reads the few candidate rows by primary key and decides each with the term.
+ *
+ * The lists of a resource are built in one pass over its search texts (a cursor, in the background,
+ * one resource at a time): reading one trigram's list through the index costs a heap visit per
+ * row (70 ms for 4,000 rows from a cold cache), a pass costs about a microsecond per row. Until the
+ * lists are there, and for whatever they cannot answer, the index is asked as before.
+ *
+ * A list only has to be a superset of the records whose text holds its trigram, since the row-level
+ * condition (`ILIKE` of the whole term) decides every candidate:
+ * - a create of this instance appends its rows (their text is written out in JavaScript where the
+ *   search fields are plain strings; otherwise the resource's lists go);
+ * - any other write of this instance drops the resource's lists, a commit of another instance drops
+ *   them all (GramLists' version), and they are built again when searches ask, at most every
+ *   REBUILD_MS (longer after a build that was of no use);
+ * - a build is kept only when its snapshot saw every commit of this instance revised while it ran
+ *   and none still to be revised (OwnCommits.settle), as for cached pages.
+ *
+ * Text is folded one character at a time to the lower case of its first letter (`K` KELVIN SIGN
+ * to `k`, `İ` to `i`), as PostgreSQL's ILIKE folds; databases whose ctype lowers ASCII otherwise
+ * (Turkish and Azeri: `I` to `ı`) use the index only.
+ */
+import { asciiTrigrams, intersect, LIST_OVERHEAD, type GramLists } from "./gram-lists";
+import type { ResourceWrite } from "./memo";
+import type { AddedRow } from "./postgres-revise";
+
+/** A trigram held by more records than this gets no list (it narrows little; GramLists' SQLite bound). */
+export const LISTED_TRIGRAM = 20_000;
+/** More candidates than this are left to the index (reading them by id would cost more). */
+const FEW_CANDIDATES = 2000;
+/** A resource's lists are built again at most this often after they went. */
+const REBUILD_MS = 30_000;
+/** After a build that could not be kept (a commit ran across it, or it outgrew the budget), the wait doubles up to this. */
+const MAX_REBUILD_MS = 10 * 60_000;
+
+/** One record's id and search text (the dialect's expression), and the snapshot it was read in. */
+export type TextRow = { id: number; t: string; s: string };
+
+const ASCII_ONLY = /^[\x00-\x7f]*$/;
+const folded = new Map<string, string>();
+
+/** `text` lowered a character at a time, ASCII as ASCII (see the header). */
+export function foldForSearch(text: string): string {
+  if (ASCII_ONLY.test(text)) return text.toLowerCase();
+  let out = "";
+  for (const ch of text) {
+    if (ch.charCodeAt(0) < 0x80) {
+      out += ch.toLowerCase();
+      continue;
+    }
+    let f = folded.get(ch);
+    if (f === undefined) {
+      f = Array.from(ch.toLowerCase())[0] ?? ch;
+      if (folded.size < 4096) folded.set(ch, f);
+    }
+    out += f;
+  }
+  return out;
+}
+
+/** A list being built: ids ascending in a growing array, or null once the trigram is too common. */
+type Building = { ids: Int32Array; n: number } | null;
+
+export class PgGramIndex {
+  private building: string | null = null;
+  /** Per resource: not before this time, and the wait to the next try. */
+  private readonly next = new Map<string, { at: number; wait: number }>();
+
+  /**
+   * `read`: the ids and search texts of a resource in id order, in one snapshot; `plainFields`: the
+   * search fields of a resource whose text is those fields' strings joined by U+001F (null
+   * otherwise); `settle`: OwnCommits.settle; `commits`: the memo's count of commits revised;
+   * `usable`: false where text is folded otherwise (see the header).
+   */
+  constructor(
+    private readonly lists: GramLists,
+    private readonly read: (resource: string) => AsyncIterable<TextRow>,
+    private readonly plainFields: (resource: string) => string[] | null,
+    private readonly settle: (snapshot: string | null, since: number) => "keep" | "loose" | "skip",
+    private readonly commits: () => number,
+    private readonly budgetBytes: number,
+    private readonly usable: () => boolean,
+  ) {}
+
+  /**
+   * Ids of the records that may hold `term` (a superset, ascending), or null when the lists cannot
+   * tell few enough: none of its trigrams has a list yet (a build is started), or too many match.
+   */
+  candidates(resource: string, term: string): number[] | null {
+    if (!this.usable()) return null;
+    const kept: ArrayLike<number>[] = [];
+    for (const gram of asciiTrigrams(foldForSearch(term))) {
+      const ids = this.lists.get(resource, gram);
+      if (ids) kept.push(ids);
+    }
+    if (!kept.length) {
+      // No lists at all (never built, or gone with a write): build them. A resource that has lists
+      // but none for this term's trigrams (each common, or in no record) is asked through the index.
+      if (!this.lists.holds(resource)) this.build(resource);
+      return null;
+    }
+    const ids = intersect(kept);
+    return ids.length <= FEW_CANDIDATES ? ids : null;
+  }
+
+  /** After a commit of this instance, revised in order (OwnCommits): creates are appended, anything else drops. */
+  committed(writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>): void {
+    for (const [resource, w] of writes) {
+      const above = w === "rewritten" ? null : w.newAbove;
+      // Texts are written out only for a resource that has lists to append to.
+      const rows = above === null || !this.lists.holds(resource) ? null : this.texts(resource, added.get(resource) ?? []);
+      this.lists.committed(resource, rows ? above : null, () => rows ?? []);
+    }
+  }
+
+  /** The created rows' folded texts, oldest first; null (the lists go) where JavaScript cannot write the text as PostgreSQL does. */
+  private texts(resource: string, rows: AddedRow[]): { id: number; text: string }[] | null {
+    const fields = this.plainFields(resource);
+    if (!fields) return null;
+    const out: { id: number; text: string }[] = [];
+    for (const row of [...rows].sort((a, b) => a.id - b.id)) {
+      const data = JSON.parse(row.data) as Record<string, unknown>;
+      const values = fields.map((f) => data[f]);
+      // `data->>'f'` of anything but a string or null is its JSON text: not what is written here.
+      if (values.some((v) => v !== undefined && v !== null && typeof v !== "string")) return null;
+      out.push({ id: row.id, text: foldForSearch(values.map((v) => v ?? "").join("\u001f")) });
+    }
+    return out;
+  }
+
+  /** Starts building a resource's lists unless one is being built or it is too soon. */
+  private build(resource: string): void {
+    const next = this.next.get(resource);
+    if (this.budgetBytes <= 0 || this.building !== null || (next && Date.now() < next.at)) return;
+    this.building = resource;
+    const wait = next?.wait ?? REBUILD_MS;
+    this.next.set(resource, { at: Date.now() + wait, wait });
+    this.run(resource).then((kept) => {
+      // A build that could not be kept waits longer before the next (writes keep landing across it),
+      // and so does one that gave no list (every trigram common, or no text): it would again.
+      const longer = Math.min(wait * 2, MAX_REBUILD_MS);
+      if (!kept) this.next.set(resource, { at: Date.now() + longer, wait: longer });
+      else if (!this.lists.holds(resource)) this.next.set(resource, { at: Date.now() + MAX_REBUILD_MS, wait: REBUILD_MS });
+      else this.next.set(resource, { at: Date.now() + REBUILD_MS, wait: REBUILD_MS });
+    }, (e) => {
+      console.error(`building the search lists of ${resource} failed (searches use the trigram index):`, e);
+      this.next.set(resource, { at: Date.now() + MAX_REBUILD_MS, wait: MAX_REBUILD_MS });
+    }).finally(() => {
+      this.building = null;
+    });
+  }
+
+  /** One pass over the resource's texts; true when its lists were kept. */
+  private async run(resource: string): Promise<boolean> {
+    const since = this.commits();
+    const all = this.lists.allGeneration();
+    const grams = new Map<number, Building>();
+    const maxIds = Math.floor(this.budgetBytes / 4);
+    let held = 0;
+    let snapshot: string | null = null;
+    for await (const row of this.read(resource)) {
+      snapshot ??= row.s;
+      if (row.id > 0x7fffffff) return false;
+      const t = foldForSearch(row.t);
+      for (let i = 0; i + 3 <= t.length; i++) {
+        const a = t.charCodeAt(i), b = t.charCodeAt(i + 1), c = t.charCodeAt(i + 2);
+        if ((a | b | c) >= 0x80) continue;
+        const code = (a << 14) | (b << 7) | c;
+        let list = grams.get(code);
+        if (list === undefined) grams.set(code, (list = { ids: new Int32Array(8), n: 0 }));
+        if (list === null || (list.n > 0 && list.ids[list.n - 1] === row.id)) continue;
+        if (list.n === LISTED_TRIGRAM) {
+          held -= list.n;
+          grams.set(code, null);
+          continue;
+        }
+        if (list.n === list.ids.length) {
+          const grown = new Int32Array(list.ids.length * 2);
+          grown.set(list.ids);
+          list.ids = grown;
+        }
+        list.ids[list.n++] = row.id;
+        // More than the lists' share of the cache: this resource is searched through the index.
+        if (++held > maxIds) return false;
+      }
+    }
+    if (this.settle(snapshot, since) !== "keep") return false;
+    let bytes = 0;
+    for (const list of grams.values()) if (list) bytes += list.n * 4 + LIST_OVERHEAD;
+    if (bytes > this.budgetBytes) return false;
+    for (const [code, list] of grams) {
+      if (list && !this.lists.putSettled(resource, String.fromCharCode(code >> 14, (code >> 7) & 0x7f, code & 0x7f), list.ids.subarray(0, list.n), all)) return false;
+    }
+    return true;
+  }
+}
