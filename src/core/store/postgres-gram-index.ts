@@ -67,10 +67,24 @@ export function foldForSearch(text: string): string {
 /** A list being built: ids ascending in a growing array, or null once the trigram is too common. */
 type Building = { ids: Int32Array; n: number } | null;
 
+/** What a build gave: its lists kept (maybe none: every trigram common), no row to read, or nothing kept. */
+type Built = "kept" | "empty" | "none";
+/** A resource without records is looked at again this soon (reading none costs one round trip). */
+const EMPTY_MS = 1000;
+
 export class PgGramIndex {
   private building: string | null = null;
+  /** Resources this instance's commits wrote while the build ran (their revisions had no lists to revise). */
+  private readonly touched = new Set<string>();
   /** Per resource: not before this time, and the wait to the next try. */
   private readonly next = new Map<string, { at: number; wait: number }>();
+  /**
+   * Per resource, the highest row id its lists hold. Ids are taken at INSERT, not at COMMIT: a
+   * create of this instance can commit with an id below rows a build already saw (another
+   * instance's, or this one's written without rows to revise: an import). An append there would
+   * not be in order, so the lists go instead.
+   */
+  private readonly top = new Map<string, number>();
 
   /**
    * `read`: the ids and search texts of a resource in id order, in one snapshot; `plainFields`: the
@@ -112,9 +126,15 @@ export class PgGramIndex {
   /** After a commit of this instance, revised in order (OwnCommits): creates are appended, anything else drops. */
   committed(writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>): void {
     for (const [resource, w] of writes) {
+      if (this.building !== null) this.touched.add(resource);
       const above = w === "rewritten" ? null : w.newAbove;
       // Texts are written out only for a resource that has lists to append to.
-      const rows = above === null || !this.lists.holds(resource) ? null : this.texts(resource, added.get(resource) ?? []);
+      let rows = above === null || !this.lists.holds(resource) ? null : this.texts(resource, added.get(resource) ?? []);
+      if (rows?.length) {
+        const top = this.top.get(resource) ?? 0;
+        if (rows[0]!.id <= top) rows = null;
+        else this.top.set(resource, rows[rows.length - 1]!.id);
+      }
       this.lists.committed(resource, rows ? above : null, () => rows ?? []);
     }
   }
@@ -139,15 +159,15 @@ export class PgGramIndex {
     const next = this.next.get(resource);
     if (this.budgetBytes <= 0 || this.building !== null || (next && Date.now() < next.at)) return;
     this.building = resource;
+    this.touched.clear();
     const wait = next?.wait ?? REBUILD_MS;
     this.next.set(resource, { at: Date.now() + wait, wait });
-    this.run(resource).then((kept) => {
-      // A build that could not be kept waits longer before the next (writes keep landing across it),
-      // and so does one that gave no list (every trigram common, or no text): it would again.
+    this.run(resource).then((built) => {
+      // A build that could not be kept waits longer before the next (writes keep landing across it,
+      // or the texts outgrow the budget); one that found nothing to list, the usual wait.
       const longer = Math.min(wait * 2, MAX_REBUILD_MS);
-      if (!kept) this.next.set(resource, { at: Date.now() + longer, wait: longer });
-      else if (!this.lists.holds(resource)) this.next.set(resource, { at: Date.now() + MAX_REBUILD_MS, wait: REBUILD_MS });
-      else this.next.set(resource, { at: Date.now() + REBUILD_MS, wait: REBUILD_MS });
+      if (built === "none") this.next.set(resource, { at: Date.now() + longer, wait: longer });
+      else this.next.set(resource, { at: Date.now() + (built === "empty" ? EMPTY_MS : REBUILD_MS), wait: REBUILD_MS });
     }, (e) => {
       console.error(`building the search lists of ${resource} failed (searches use the trigram index):`, e);
       this.next.set(resource, { at: Date.now() + MAX_REBUILD_MS, wait: MAX_REBUILD_MS });
@@ -156,47 +176,56 @@ export class PgGramIndex {
     });
   }
 
-  /** One pass over the resource's texts; true when its lists were kept. */
-  private async run(resource: string): Promise<boolean> {
+  /**
+   * One pass over the resource's texts. What it holds is counted as GramLists will count it (ids
+   * and each list's overhead) plus the slack of arrays grown by doubling: past the lists' share of
+   * the cache it stops, and the resource is searched through the index.
+   */
+  private async run(resource: string): Promise<Built> {
     const since = this.commits();
     const all = this.lists.allGeneration();
     const grams = new Map<number, Building>();
-    const maxIds = Math.floor(this.budgetBytes / 4);
     let held = 0;
+    let last = 0;
     let snapshot: string | null = null;
     for await (const row of this.read(resource)) {
       snapshot ??= row.s;
-      if (row.id > 0x7fffffff) return false;
+      if (row.id > 0x7fffffff) return "none";
+      last = row.id;
       const t = foldForSearch(row.t);
       for (let i = 0; i + 3 <= t.length; i++) {
         const a = t.charCodeAt(i), b = t.charCodeAt(i + 1), c = t.charCodeAt(i + 2);
         if ((a | b | c) >= 0x80) continue;
         const code = (a << 14) | (b << 7) | c;
         let list = grams.get(code);
-        if (list === undefined) grams.set(code, (list = { ids: new Int32Array(8), n: 0 }));
+        if (list === undefined) {
+          grams.set(code, (list = { ids: new Int32Array(8), n: 0 }));
+          held += LIST_OVERHEAD + 32;
+        }
         if (list === null || (list.n > 0 && list.ids[list.n - 1] === row.id)) continue;
         if (list.n === LISTED_TRIGRAM) {
-          held -= list.n;
+          // Too common to narrow a search: its ids go (the entry stays, so it is not listed again).
+          held -= list.ids.length * 4;
           grams.set(code, null);
           continue;
         }
         if (list.n === list.ids.length) {
           const grown = new Int32Array(list.ids.length * 2);
           grown.set(list.ids);
+          held += list.ids.length * 4;
           list.ids = grown;
         }
         list.ids[list.n++] = row.id;
-        // More than the lists' share of the cache: this resource is searched through the index.
-        if (++held > maxIds) return false;
       }
+      if (held > this.budgetBytes) return "none";
     }
-    if (this.settle(snapshot, since) !== "keep") return false;
-    let bytes = 0;
-    for (const list of grams.values()) if (list) bytes += list.n * 4 + LIST_OVERHEAD;
-    if (bytes > this.budgetBytes) return false;
+    // A commit of this instance to the resource revised while the pass ran had no lists to revise:
+    // the pass must have seen it (and every other), as a cached page must (OwnCommits.settle).
+    if (this.touched.has(resource) && this.settle(snapshot, since) !== "keep") return "none";
     for (const [code, list] of grams) {
-      if (list && !this.lists.putSettled(resource, String.fromCharCode(code >> 14, (code >> 7) & 0x7f, code & 0x7f), list.ids.subarray(0, list.n), all)) return false;
+      if (list && !this.lists.putSettled(resource, String.fromCharCode(code >> 14, (code >> 7) & 0x7f, code & 0x7f), list.ids.subarray(0, list.n), all)) return "none";
     }
-    return true;
+    this.top.set(resource, last);
+    return snapshot === null ? "empty" : "kept";
   }
 }

@@ -86,12 +86,14 @@ export class OwnCommits {
   /**
    * `revise`: applies a commit's writes to the memo (CommitMemo.committed with the right reviser);
    * `patienceMs`: how long a COMMIT may stay unanswered before the commits sent after it stop
-   * waiting for it (its answers are dropped as if it had failed).
+   * waiting for it (its answers are dropped as if it had failed); `late`: such a COMMIT answered
+   * after all (what was kept since may lack its rows, as after another instance's commit).
    */
   constructor(
     private readonly memo: CommitMemo,
     private readonly revise: (writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>) => void,
     private readonly patienceMs: number,
+    private readonly late: () => void,
   ) {}
 
   /** Transaction `xid` is about to send its COMMIT with a mark for each resource it wrote. */
@@ -112,8 +114,12 @@ export class OwnCommits {
   /** Its COMMIT was acknowledged: resolves once it is revised into the memo (after every commit sent before it). */
   committed(e: Entry): Promise<void> {
     clearTimeout(e.timer);
-    // Given up on already (it answered past its patience): its answers went as if it had failed.
-    if (e.state !== "sent") return e.revised.promise;
+    // Given up on already (it answered past its patience): its answers went as if it had failed,
+    // and whatever was read since, without its rows, goes before its writer hears of it.
+    if (e.state !== "sent") {
+      this.late();
+      return e.revised.promise;
+    }
     e.state = "ok";
     this.drain();
     return e.revised.promise;

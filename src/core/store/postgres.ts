@@ -123,9 +123,9 @@ export class PgStore implements Store {
         throw e;
       }
       this.memo.committed(writes, (resource, _above, groups, valueOf) => reviseAdded(this.judge, added.get(resource) ?? [], groups, valueOf));
-    }, this.queryBudgetMs + COMMIT_PATIENCE_MS);
+    }, this.queryBudgetMs + COMMIT_PATIENCE_MS, () => this.othersCommitted());
     this.gramIndex = new PgGramIndex(this.gramLists, (resource) => this.searchTexts(resource), (resource) => this.dialect.plainSearch.get(resource) ?? null,
-      (snapshot, since) => this.own.settle(snapshot, since), () => this.memo.commits, listShare(cacheBytes), () => this.asciiFolds);
+      (snapshot, since) => this.own.settle(snapshot, since), () => this.memo.commits, listShare(cacheBytes), () => this.asciiFolds && this.schemaChanging === 0);
     this.txs = new PgTransactions(this.writeSql, this.dialect, this.queryBudgetMs, `BEGIN${this.budget}`, () => {
       this.local++;
       this.announcer.announce();
@@ -166,8 +166,10 @@ export class PgStore implements Store {
   /** Row ids per search trigram, kept while this instance's writes revise them (postgres-gram-index.ts). */
   private readonly gramLists: GramLists;
   private readonly gramIndex: PgGramIndex;
-  /** The database lowers ASCII letters to ASCII (not a Turkic ctype): kept search lists can be used. */
+  /** The database lowers a character at a time, ASCII to ASCII (see open): kept search lists can be used. */
   private asciiFolds = false;
+  /** Schema changes under way (locked): kept search lists are not asked meanwhile. */
+  private schemaChanging = 0;
 
   /** Realtime changes between instances: NOTIFY after the write committed, `<instance> <message>`. */
   readonly bus: InstanceBus = {
@@ -213,11 +215,13 @@ export class PgStore implements Store {
         for (const fn of store.schemaListeners) fn();
       });
       // Text in code point order (a C collation) is compared in JavaScript when cached pages are revised.
-      const [collation] = await store.sql.unsafe(`SELECT datcollate AS c, datctype AS t, coalesce(to_jsonb(d)->>'datlocale', to_jsonb(d)->>'daticulocale') AS l,
-        to_jsonb(d)->>'datlocprovider' AS p FROM pg_database d WHERE datname = current_database()`) as { c: string; t: string; l: string | null; p: string | null }[];
+      const [collation] = await store.sql.unsafe(`SELECT datcollate AS c, to_jsonb(d)->>'datlocprovider' AS p, lower('I') = 'i' AS ascii
+        FROM pg_database d WHERE datname = current_database()`) as { c: string; p: string | null; ascii: boolean }[];
       store.judge = pgJudge(store.dialect, /^(C|POSIX|C\.UTF-?8)$/i.test(collation?.c ?? "") && (collation?.p ?? "c") !== "i");
-      // Turkish and Azeri lower "I" to a dotless ı: a search's ASCII trigrams are not the text's there.
-      store.asciiFolds = ![collation?.t, (collation?.p ?? "c") === "c" ? null : collation?.l].some((l) => /^(tr|az)([-_.@]|$)/i.test(l ?? ""));
+      // Kept search lists fold text a character at a time, as libc lowers it. ICU (and the builtin
+      // provider's full mapping) may lower one letter to several ("İ", Lithuanian "Ì"), and a Turkic
+      // ctype lowers "I" to a dotless "ı": there the trigram index answers every search.
+      store.asciiFolds = (collation?.p ?? "c") === "c" && collation?.ascii === true;
       // Few deltas keep totals one short lookup; whichever instance gets there first folds them.
       store.folding = setInterval(() => void store.fold(), FOLD_EVERY_MS);
       store.folding.unref();
@@ -240,6 +244,9 @@ export class PgStore implements Store {
   /** Runs `fn` in a transaction holding the schema lock, without a statement time limit. */
   private async locked<T>(fn: (db: ReservedSQL) => Promise<T>): Promise<T> {
     const db = await this.writeSql.reserve();
+    // The search text of a resource may change before the schema commits (or rolls back): lists
+    // read over the text before are not asked meanwhile, and go after either way.
+    this.schemaChanging++;
     try {
       await db.unsafe("BEGIN");
       await db.unsafe("SET LOCAL statement_timeout = 0");
@@ -250,12 +257,13 @@ export class PgStore implements Store {
       this.local++;
       // The SQL of a cached answer may mean something else now.
       this.memo.dropAll();
-      this.gramLists.dropAll();
       return value;
     } catch (e) {
       await db.unsafe("ROLLBACK").catch(() => {});
       throw e;
     } finally {
+      this.gramLists.dropAll();
+      this.schemaChanging--;
       db.release();
     }
   }
