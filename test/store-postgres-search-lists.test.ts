@@ -7,9 +7,9 @@
  * Needs a PostgreSQL server: RESD_TEST_POSTGRES_URL (else RESD_TEST_DATABASE_URL), e.g.
  * postgres://postgres@127.0.0.1:55432/postgres. Without one the file fails (it does not skip).
  */
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterEach, describe, expect, spyOn, test } from "bun:test";
 import { PgStore } from "../src/core/store/postgres";
-import { foldForSearch } from "../src/core/store/postgres-gram-index";
+import { foldForSearch, WARM_ROWS } from "../src/core/store/postgres-gram-index";
 import { compileList } from "../src/core/query/compile";
 import { parseListParams } from "../src/core/query/parse";
 import { buildDefinition } from "../src/core/definitions/load";
@@ -170,6 +170,41 @@ describe("search from kept trigram lists on PostgreSQL", () => {
     for (const r of all) {
       const title = (JSON.parse(r.data) as { title: string }).title;
       expect((await store.page("items", query(store, "items", title.toUpperCase()))).map((x) => x.uuid)).toEqual([r.uuid]);
+    }
+  });
+
+  test("a server's start builds the lists of resources of 10,000 records or more, before any search; closing stops a build quietly", async () => {
+    const { store, fresh, url } = await openPg();
+    await store.transaction(async (tx) => tx.insertMany("items", titles(WARM_ROWS + 2000).map((t) => row({ title: t }))));
+    await store.transaction(async (tx) => tx.insertMany("notes", Array.from({ length: 50 }, (_, i) => row({ name: `Note ${i}` }))));
+    psql(url, "ANALYZE");
+    // A second instance starts as a server does: no search has been asked there.
+    const server = await PgStore.open(url);
+    open.push(server);
+    await server.syncSchema([items, notes]);
+    expect(server.searchListBytes()).toBe(0);
+    server.warmSearch();
+    for (let i = 0; i < 400 && server.searchListBytes() === 0; i++) await Bun.sleep(25);
+    expect(server.searchListBytes()).toBeGreaterThan(0);
+    for (const t of ["number 11999", "number 4", "note 7"]) await expectAsFresh(server, fresh, t);
+    // notes (50 records) got no lists: its creates find none to append to, and drop none.
+    await server.transaction(async (tx) => tx.insert("notes", row({ name: "Note 7b" })));
+    expect(server.searchListBytes()).toBeGreaterThan(0);
+    await expectAsFresh(server, fresh, "note 7", "notes");
+
+    // A third one closes while its start's build reads: close waits for the cursor, says nothing.
+    const errors = spyOn(console, "error");
+    try {
+      const leaving = await PgStore.open(url);
+      await leaving.syncSchema([items, notes]);
+      leaving.warmSearch();
+      await Bun.sleep(30);
+      const t0 = performance.now();
+      await leaving.close();
+      expect(performance.now() - t0).toBeLessThan(3000);
+      expect(errors).not.toHaveBeenCalled();
+    } finally {
+      errors.mockRestore();
     }
   });
 

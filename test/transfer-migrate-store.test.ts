@@ -109,6 +109,8 @@ describe("resd migrate --to postgres://…", () => {
       jobs: 0, deadJobsLeft: 0 });
     expect(out.database.resources).toContainEqual({ name: "notes", records: 29 });
     expect(JSON.stringify(out)).not.toContain("nobody");
+    // The copy's count deltas were folded before migrate left: the first server does not fold them.
+    expect(psql(dbUrl, "SELECT count(*) FROM _resd_count_deltas")).toBe("0");
 
     const onPg = await serve(s.dir, { env: { RESD_DATABASE_URL: dbUrl } });
     try {

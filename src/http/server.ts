@@ -248,6 +248,7 @@ export async function startServer(site: Site, opts: { quiet?: boolean; signals?:
   const releasePid = claimPidFile(site.config.dir);
   const upkeep = startUpkeep(site, definitions);
   await upkeep.purge();
+  site.store.warmSearch?.();
   const drains: Drain[] = [];
   drains.push(() => stopHooks(site));
   if (hub) drains.push(() => hub.stop());

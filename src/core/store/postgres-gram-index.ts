@@ -71,9 +71,13 @@ type Building = { ids: Int32Array; n: number } | null;
 type Built = "kept" | "empty" | "none";
 /** A resource without records is looked at again this soon (reading none costs one round trip). */
 const EMPTY_MS = 1000;
+/** A server builds the lists of resources this large at start (a build of 1M short texts takes ~3 s). */
+export const WARM_ROWS = 10_000;
 
 export class PgGramIndex {
   private building: string | null = null;
+  private running: Promise<void> | null = null;
+  private closed = false;
   /** Resources this instance's commits wrote while the build ran (their revisions had no lists to revise). */
   private readonly touched = new Set<string>();
   /** Per resource: not before this time, and the wait to the next try. */
@@ -154,26 +158,47 @@ export class PgGramIndex {
     return out;
   }
 
-  /** Starts building a resource's lists unless one is being built or it is too soon. */
-  private build(resource: string): void {
+  /**
+   * A server's start: the lists of each resource holding at least WARM_ROWS records (by the
+   * planner's estimate, `rows`) are built one after another, so that the first searches after a
+   * start or a deploy do not wait for them.
+   */
+  async warm(resources: string[], rows: (resource: string) => Promise<number>): Promise<void> {
+    for (const resource of resources) {
+      if (this.closed || !this.usable() || this.lists.holds(resource) || (await rows(resource)) < WARM_ROWS) continue;
+      await this.build(resource);
+    }
+  }
+
+  /** Stops a build under way (its cursor is closed before the connections are). */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.running;
+  }
+
+  /** Starts building a resource's lists unless one is being built or it is too soon; resolves when it is done. */
+  private build(resource: string): Promise<void> | null {
     const next = this.next.get(resource);
-    if (this.budgetBytes <= 0 || this.building !== null || (next && Date.now() < next.at)) return;
+    if (this.closed || this.budgetBytes <= 0 || this.building !== null || (next && Date.now() < next.at)) return null;
     this.building = resource;
     this.touched.clear();
     const wait = next?.wait ?? REBUILD_MS;
     this.next.set(resource, { at: Date.now() + wait, wait });
-    this.run(resource).then((built) => {
+    this.running = this.run(resource).then((built) => {
       // A build that could not be kept waits longer before the next (writes keep landing across it,
       // or the texts outgrow the budget); one that found nothing to list, the usual wait.
       const longer = Math.min(wait * 2, MAX_REBUILD_MS);
       if (built === "none") this.next.set(resource, { at: Date.now() + longer, wait: longer });
       else this.next.set(resource, { at: Date.now() + (built === "empty" ? EMPTY_MS : REBUILD_MS), wait: REBUILD_MS });
     }, (e) => {
-      console.error(`building the search lists of ${resource} failed (searches use the trigram index):`, e);
+      // Closing ends the cursor of a build under way: that is no failure to report.
+      if (!this.closed) console.error(`building the search lists of ${resource} failed (searches use the trigram index):`, e);
       this.next.set(resource, { at: Date.now() + MAX_REBUILD_MS, wait: MAX_REBUILD_MS });
     }).finally(() => {
       this.building = null;
+      this.running = null;
     });
+    return this.running;
   }
 
   /**
@@ -189,6 +214,7 @@ export class PgGramIndex {
     let last = 0;
     let snapshot: string | null = null;
     for await (const row of this.read(resource)) {
+      if (this.closed) return "none";
       snapshot ??= row.s;
       if (row.id > 0x7fffffff) return "none";
       last = row.id;

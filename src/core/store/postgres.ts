@@ -268,17 +268,22 @@ export class PgStore implements Store {
     }
   }
 
-  private foldRunning = false;
+  private foldRunning: Promise<void> | null = null;
   /**
    * Folds the counts' deltas a batch per transaction until few are left (a large import leaves a
    * million), then has the emptied delta table vacuumed if many rows died (autovacuum may be late).
+   * One fold at a time: a call while one runs waits for it. `rounds`: at most this many batches.
    */
-  private async fold(): Promise<void> {
-    if (this.foldRunning) return;
-    this.foldRunning = true;
+  private fold(rounds = FOLD_ROUNDS): Promise<void> {
+    return (this.foldRunning ??= this.foldBatches(rounds).finally(() => {
+      this.foldRunning = null;
+    }));
+  }
+
+  private async foldBatches(rounds: number): Promise<void> {
     try {
       let folded = 0;
-      for (let i = 0; i < FOLD_ROUNDS; i++) {
+      for (let i = 0; i < rounds; i++) {
         const n = await this.raw(foldCounts);
         folded += n;
         if (n < FOLD_BATCH) break; // nothing left, or another instance is folding
@@ -286,8 +291,6 @@ export class PgStore implements Store {
       if (folded >= FOLD_VACUUM_AFTER) await this.sql.unsafe("VACUUM _resd_count_deltas");
     } catch (e) {
       console.error("folding the maintained counts failed:", e);
-    } finally {
-      this.foldRunning = false;
     }
   }
 
@@ -573,12 +576,24 @@ export class PgStore implements Store {
     }
   }
 
+  /** Builds the search lists of large resources in the background (postgres-gram-index.ts): a server's start. */
+  warmSearch(): void {
+    const searched = [...this.dialect.searchText].filter(([, text]) => text !== "''").map(([resource]) => resource);
+    void this.gramIndex.warm(searched, async (resource) =>
+      ((await this.query<{ n: number }>("SELECT reltuples::float8 AS n FROM pg_class WHERE oid = ?::regclass", [this.dialect.table(resource)]))[0]?.n ?? 0))
+      .catch((e) => console.error("building the search lists at start failed (searches build them when they need them):", e));
+  }
+
   async close(): Promise<void> {
+    await this.gramIndex.close();
     if (this.folding) clearInterval(this.folding);
     this.watch.stop();
     await this.announcer.settled();
-    // What this process wrote (an import, a migrate --to) is folded before it leaves.
-    await this.fold();
+    // What this process wrote (an import, a migrate --to) is folded before it leaves, all of it: a
+    // fold under way is waited for (returning at once left 2M deltas of a migrate --to for the
+    // first server to fold, half a minute of the database's time).
+    await this.foldRunning;
+    await this.fold(Infinity);
     await this.listening?.unlisten().catch(() => {});
     await Promise.all(this.pools().map((p) => p.close({ timeout: 5 })));
   }

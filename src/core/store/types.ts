@@ -125,6 +125,8 @@ export interface Store extends RecordReads {
   syncSchema(defs: Iterable<ResourceDef>, opts?: { rollback?: boolean }): Promise<SchemaChange[]>;
   /** Calls `fn` when another process changed a schema (PostgreSQL instances); returns the unsubscribe. */
   onSchemaChange(fn: () => void): () => void;
+  /** A server's start: prepares in the background what the first searches would wait for (PostgreSQL's search lists). */
+  warmSearch?(): void;
   /** Where a worker thread can read the committed records itself; null when it cannot (an in-memory database). */
   detachedReads(): DetachedReads | null;
   page(resource: string, q: CompiledQuery): Promise<StoredRecord[]>;
