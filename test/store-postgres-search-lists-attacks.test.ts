@@ -286,7 +286,7 @@ describe("search lists on PostgreSQL: attacks that broke the invariant", () => {
         finished();
       }
     }
-    const index = new PgGramIndex(lists, () => rows(), () => null, () => "keep", () => 0, budget, () => true);
+    const index = new PgGramIndex(lists, () => rows(), () => null, budget, () => true);
     expect(index.candidates("r", "abcdef")).toBeNull();
     await done;
     // A list costs LIST_OVERHEAD (160 bytes) besides its ids: 1 MiB holds ~6,500 lists, ~35 rows of

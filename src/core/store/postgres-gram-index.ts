@@ -19,8 +19,9 @@
  * - any other write of this instance drops the resource's lists, a commit of another instance drops
  *   them all (GramLists' version), and they are built again when searches ask, at most every
  *   REBUILD_MS (longer after a build that was of no use);
- * - a build is kept only when its snapshot saw every commit of this instance revised while it ran
- *   and none still to be revised (OwnCommits.settle), as for cached pages.
+ * - creates of this instance revised while a build reads are added to what it read unless its
+ *   snapshot saw them; any other write of the resource meanwhile, and any commit of another
+ *   instance, leaves the build unkept.
  *
  * Text is folded one character at a time to the lower case of its first letter (`K` KELVIN SIGN
  * to `k`, `İ` to `i`), as PostgreSQL's ILIKE folds; databases whose ctype lowers ASCII otherwise
@@ -29,6 +30,7 @@
 import { asciiTrigrams, intersect, LIST_OVERHEAD, type GramLists } from "./gram-lists";
 import type { ResourceWrite } from "./memo";
 import type { AddedRow } from "./postgres-revise";
+import { ended, parseSnapshot } from "./postgres-own";
 
 /** A trigram held by more records than this gets no list (it narrows little; GramLists' SQLite bound). */
 export const LISTED_TRIGRAM = 20_000;
@@ -78,8 +80,11 @@ export class PgGramIndex {
   private building: string | null = null;
   private running: Promise<void> | null = null;
   private closed = false;
-  /** Resources this instance's commits wrote while the build ran (their revisions had no lists to revise). */
-  private readonly touched = new Set<string>();
+  /**
+   * Commits of this instance to the resource being built, revised while the pass ran (there were
+   * no lists to revise): their transaction ids and created rows, or null for any other write.
+   */
+  private meanwhile: { xid: number; rows: { id: number; text: string }[] | null }[] = [];
   /** Per resource: not before this time, and the wait to the next try. */
   private readonly next = new Map<string, { at: number; wait: number }>();
   /**
@@ -93,15 +98,12 @@ export class PgGramIndex {
   /**
    * `read`: the ids and search texts of a resource in id order, in one snapshot; `plainFields`: the
    * search fields of a resource whose text is those fields' strings joined by U+001F (null
-   * otherwise); `settle`: OwnCommits.settle; `commits`: the memo's count of commits revised;
-   * `usable`: false where text is folded otherwise (see the header).
+   * otherwise); `usable`: false where text is folded otherwise (see the header).
    */
   constructor(
     private readonly lists: GramLists,
     private readonly read: (resource: string) => AsyncIterable<TextRow>,
     private readonly plainFields: (resource: string) => string[] | null,
-    private readonly settle: (snapshot: string | null, since: number) => "keep" | "loose" | "skip",
-    private readonly commits: () => number,
     private readonly budgetBytes: number,
     private readonly usable: () => boolean,
   ) {}
@@ -127,10 +129,10 @@ export class PgGramIndex {
     return ids.length <= FEW_CANDIDATES ? ids : null;
   }
 
-  /** After a commit of this instance, revised in order (OwnCommits): creates are appended, anything else drops. */
-  committed(writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>): void {
+  /** After commit `xid` of this instance, revised in order (OwnCommits): creates are appended, anything else drops. */
+  committed(writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>, xid: number): void {
     for (const [resource, w] of writes) {
-      if (this.building !== null) this.touched.add(resource);
+      if (resource === this.building) this.meanwhile.push({ xid, rows: w === "rewritten" ? null : this.texts(resource, added.get(resource) ?? []) });
       const above = w === "rewritten" ? null : w.newAbove;
       // Texts are written out only for a resource that has lists to append to.
       let rows = above === null || !this.lists.holds(resource) ? null : this.texts(resource, added.get(resource) ?? []);
@@ -181,7 +183,7 @@ export class PgGramIndex {
     const next = this.next.get(resource);
     if (this.closed || this.budgetBytes <= 0 || this.building !== null || (next && Date.now() < next.at)) return null;
     this.building = resource;
-    this.touched.clear();
+    this.meanwhile = [];
     const wait = next?.wait ?? REBUILD_MS;
     this.next.set(resource, { at: Date.now() + wait, wait });
     this.running = this.run(resource).then((built) => {
@@ -202,23 +204,17 @@ export class PgGramIndex {
   }
 
   /**
-   * One pass over the resource's texts. What it holds is counted as GramLists will count it (ids
-   * and each list's overhead) plus the slack of arrays grown by doubling: past the lists' share of
-   * the cache it stops, and the resource is searched through the index.
+   * One pass over the resource's texts. What it holds is counted as GramLists will count it (4
+   * bytes an id and each list's overhead, for trigrams too common to list only until they are):
+   * past the lists' share of the cache it stops, and the resource is searched through the index.
    */
   private async run(resource: string): Promise<Built> {
-    const since = this.commits();
     const all = this.lists.allGeneration();
     const grams = new Map<number, Building>();
     let held = 0;
     let last = 0;
     let snapshot: string | null = null;
-    for await (const row of this.read(resource)) {
-      if (this.closed) return "none";
-      snapshot ??= row.s;
-      if (row.id > 0x7fffffff) return "none";
-      last = row.id;
-      const t = foldForSearch(row.t);
+    const add = (id: number, t: string) => {
       for (let i = 0; i + 3 <= t.length; i++) {
         const a = t.charCodeAt(i), b = t.charCodeAt(i + 1), c = t.charCodeAt(i + 2);
         if ((a | b | c) >= 0x80) continue;
@@ -226,28 +222,50 @@ export class PgGramIndex {
         let list = grams.get(code);
         if (list === undefined) {
           grams.set(code, (list = { ids: new Int32Array(8), n: 0 }));
-          held += LIST_OVERHEAD + 32;
+          held += LIST_OVERHEAD;
         }
-        if (list === null || (list.n > 0 && list.ids[list.n - 1] === row.id)) continue;
+        if (list === null || (list.n > 0 && list.ids[list.n - 1] === id)) continue;
         if (list.n === LISTED_TRIGRAM) {
           // Too common to narrow a search: its ids go (the entry stays, so it is not listed again).
-          held -= list.ids.length * 4;
+          held -= list.n * 4 + LIST_OVERHEAD;
           grams.set(code, null);
           continue;
         }
         if (list.n === list.ids.length) {
           const grown = new Int32Array(list.ids.length * 2);
           grown.set(list.ids);
-          held += list.ids.length * 4;
           list.ids = grown;
         }
-        list.ids[list.n++] = row.id;
+        list.ids[list.n++] = id;
+        held += 4;
       }
+    };
+    for await (const row of this.read(resource)) {
+      if (this.closed) return "none";
+      snapshot ??= row.s;
+      if (row.id > 0x7fffffff) return "none";
+      last = row.id;
+      add(row.id, foldForSearch(row.t));
       if (held > this.budgetBytes) return "none";
     }
-    // A commit of this instance to the resource revised while the pass ran had no lists to revise:
-    // the pass must have seen it (and every other), as a cached page must (OwnCommits.settle).
-    if (this.touched.has(resource) && this.settle(snapshot, since) !== "keep") return "none";
+    // Creates of this instance revised while the pass ran found no lists to be appended to: those
+    // its snapshot did not see are added now, in id order (the lists stay sorted). Any other write
+    // of the resource meanwhile leaves the pass unkept.
+    const seen = snapshot === null ? null : parseSnapshot(snapshot);
+    const missed: { id: number; text: string }[] = [];
+    for (const c of this.meanwhile) {
+      if (c.rows === null) return "none";
+      if (seen === null || !ended(seen, c.xid)) missed.push(...c.rows);
+    }
+    if (missed.length) {
+      missed.sort((a, b) => a.id - b.id);
+      // Rows below what the pass read would go into the middle of the lists: rare (a transaction
+      // that held its ids across the pass's start), and the pass is not kept.
+      if (missed[0]!.id <= last || missed[missed.length - 1]!.id > 0x7fffffff) return "none";
+      for (const r of missed) add(r.id, r.text);
+      last = missed[missed.length - 1]!.id;
+      if (held > this.budgetBytes) return "none";
+    }
     for (const [code, list] of grams) {
       if (list && !this.lists.putSettled(resource, String.fromCharCode(code >> 14, (code >> 7) & 0x7f, code & 0x7f), list.ids.subarray(0, list.n), all)) return "none";
     }

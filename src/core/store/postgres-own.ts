@@ -91,7 +91,7 @@ export class OwnCommits {
    */
   constructor(
     private readonly memo: CommitMemo,
-    private readonly revise: (writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>) => void,
+    private readonly revise: (writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>, xid: number) => void,
     private readonly patienceMs: number,
     private readonly late: () => void,
   ) {}
@@ -153,7 +153,7 @@ export class OwnCommits {
         writes.set(r, placeable ? { newAbove: -1 } : "rewritten");
       }
       try {
-        this.revise(writes, e.state === "ok" ? e.writes.added : new Map());
+        this.revise(writes, e.state === "ok" ? e.writes.added : new Map(), e.xid);
       } catch (err) {
         // The commit is done whatever happens here: its writer must not hear of a failure.
         console.error("revising the cached answers after a commit failed (they are all dropped):", err);

@@ -114,9 +114,9 @@ export class PgStore implements Store {
     const cacheBytes = opts.cacheMaxBytes ?? DEFAULT_CACHE_BYTES;
     this.memo = new CommitMemo(memoShare(cacheBytes), () => this.foreign);
     this.gramLists = new GramLists(listShare(cacheBytes), () => this.foreign);
-    this.own = new OwnCommits(this.memo, (writes, added) => {
+    this.own = new OwnCommits(this.memo, (writes, added, xid) => {
       try {
-        this.gramIndex.committed(writes, added);
+        this.gramIndex.committed(writes, added, xid);
       } catch (e) {
         // Half-revised lists would miss records: they go (OwnCommits drops the answers too).
         this.gramLists.dropAll();
@@ -125,7 +125,7 @@ export class PgStore implements Store {
       this.memo.committed(writes, (resource, _above, groups, valueOf) => reviseAdded(this.judge, added.get(resource) ?? [], groups, valueOf));
     }, this.queryBudgetMs + COMMIT_PATIENCE_MS, () => this.othersCommitted());
     this.gramIndex = new PgGramIndex(this.gramLists, (resource) => this.searchTexts(resource), (resource) => this.dialect.plainSearch.get(resource) ?? null,
-      (snapshot, since) => this.own.settle(snapshot, since), () => this.memo.commits, listShare(cacheBytes), () => this.asciiFolds && this.schemaChanging === 0);
+      listShare(cacheBytes), () => this.asciiFolds && this.schemaChanging === 0);
     this.txs = new PgTransactions(this.writeSql, this.dialect, this.queryBudgetMs, `BEGIN${this.budget}`, () => {
       this.local++;
       this.announcer.announce();
