@@ -24,8 +24,12 @@
  *   instance, leaves the build unkept.
  *
  * Text is folded one character at a time to the lower case of its first letter (`K` KELVIN SIGN
- * to `k`, `İ` to `i`), as PostgreSQL's ILIKE folds; databases whose ctype lowers ASCII otherwise
- * (Turkish and Azeri: `I` to `ı`) use the index only.
+ * to `k`, `İ` to `i`), as PostgreSQL's ILIKE folds with libc. Other databases use the index only
+ * (`usable`, decided by the store at start): ICU may lower one letter to several, and a Turkic
+ * ctype lowers `I` to a dotless `ı`.
+ *
+ * A server builds the lists of its large resources at start (`warm`), so that the first searches
+ * after a deploy do not pay for the pass.
  */
 import { asciiTrigrams, intersect, LIST_OVERHEAD, type GramLists } from "./gram-lists";
 import type { ResourceWrite } from "./memo";
