@@ -370,24 +370,32 @@ describe("resuming", () => {
 
 describe("bounds", () => {
   test("more streams than a user may hold get 429; closing one makes room", async () => {
+    // A user of its own: the server frees a closed stream's place a moment after the close, and the
+    // admin's next stream (the next test's) must not meet this test's last ones still counted.
+    const role = await s.apiJson("POST", "/api/v1/roles", { name: "streamer", permissions: ["view-tasks"] });
+    await s.apiJson("POST", "/api/v1/users", { email: "streamer@example.com", password: "streamer-password", role: uuidOf(role, "roles"), api: true });
+    const token = await tokenFor(s.base, "streamer@example.com", "streamer-password");
     const open: SseStream[] = [];
     try {
-      // The long-lived stream is one of this user's already.
-      for (let i = 0; i < 11; i++) {
-        const st = await sub("tasks");
+      for (let i = 0; i < 12; i++) {
+        const st = await sub("tasks", token);
         expect(st.status).toBe(200);
         await st.next(ofKind("connect"));
         open.push(st);
       }
-      const refused = await sub("tasks");
+      const refused = await sub("tasks", token);
       expect(refused.status).toBe(429);
       expect(refused.body!.message).toBe("TOO_MANY_REQUESTS");
+      // Another user's streams are counted apart: the admin may still open one.
+      const admins = await sub("tasks");
+      expect(admins.status).toBe(200);
+      admins.close();
       open.pop()!.close();
       const deadline = Date.now() + 3000;
-      let again = await sub("tasks");
+      let again = await sub("tasks", token);
       while (again.status === 429 && Date.now() < deadline) {
         await Bun.sleep(50);
-        again = await sub("tasks");
+        again = await sub("tasks", token);
       }
       expect(again.status).toBe(200);
       open.push(again);
