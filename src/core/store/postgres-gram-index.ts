@@ -136,10 +136,13 @@ export class PgGramIndex {
   /** After commit `xid` of this instance, revised in order (OwnCommits): creates are appended, anything else drops. */
   committed(writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>, xid: number): void {
     for (const [resource, w] of writes) {
-      if (resource === this.building) this.meanwhile.push({ xid, rows: w === "rewritten" ? null : this.texts(resource, added.get(resource) ?? []) });
       const above = w === "rewritten" ? null : w.newAbove;
-      // Texts are written out only for a resource that has lists to append to.
-      let rows = above === null || !this.lists.holds(resource) ? null : this.texts(resource, added.get(resource) ?? []);
+      const building = resource === this.building;
+      const held = above !== null && this.lists.holds(resource);
+      // Texts are written out once, and only for a resource with lists to append to or being built.
+      const texts = above !== null && (building || held) ? this.texts(resource, added.get(resource) ?? []) : null;
+      if (building) this.meanwhile.push({ xid, rows: texts });
+      let rows = held ? texts : null;
       if (rows?.length) {
         const top = this.top.get(resource) ?? 0;
         if (rows[0]!.id <= top) rows = null;
