@@ -242,6 +242,28 @@ describe("agent-chat: errors", () => {
     expect(view.body!.messages.at(-1).steps).toEqual(["read notes/n2"]);
     expect(view.body!.working).toEqual([]);
   });
+
+  test("a follower who comes in the middle of a reply gets state, then the text streamed so far, then the rest", async () => {
+    let release = () => {};
+    const pause = new Promise<void>((r) => (release = r));
+    ai.script({ text: "Half of the answer, then the other half.", pause });
+    const posted = await chat("editor", { operation: "post", text: "Tell me in two halves" });
+    const uuid = posted.body!.uuid as string;
+    const url = `${s.base}/api/v1/agent-chat?operation=events&uuid=${uuid}`;
+    const early = await openSse(url, { authorization: `Bearer ${tokens.editor}` });
+    expect((await early.next((e) => e.event === "text")).json.delta).toBe("Half");
+    const late = await openSse(url, { authorization: `Bearer ${tokens.editor}` });
+    await late.next((e) => e.event === "text");
+    expect(late.events.map((e) => e.event)).toEqual(["state", "text"]);
+    expect(late.events[1].json).toMatchObject({ agent: "resd", delta: "Half" });
+    release();
+    for (const sse of [early, late]) {
+      const done = await sse.next((e) => e.event === "done");
+      expect(done.json.message.text).toBe("Half of the answer, then the other half.");
+      expect(sse.events.filter((e) => e.event === "text").map((e) => e.json.delta).join("")).toBe("Half of the answer, then the other half.");
+      await sse.ended;
+    }
+  });
 });
 
 describe("agent-chat: bounds", () => {

@@ -93,10 +93,13 @@ async function events(c: Ctx, p: Principal, uuid: unknown): Promise<Response> {
         }
         if (!view.working.some((w) => w.status === "working")) end();
       };
-      const unfollow = follow(site, first.uuid, (e: LiveEvent) => {
+      const live = (e: LiveEvent) => {
         send(e.type, e);
         if (e.type === "done" || e.type === "failed") void look().catch(end);
-      });
+      };
+      // `state` comes first: what a run tells (and the text it streamed so far) waits for it.
+      let early: LiveEvent[] | null = [];
+      const unfollow = follow(site, first.uuid, (e) => (early ? early.push(e) : live(e)));
       const timer = setInterval(() => void look().catch(end), LOOK_MS);
       const beat = setInterval(() => open && controller.enqueue(enc.encode(": keep-alive\n\n")), HEARTBEAT_MS);
       stop = () => {
@@ -108,7 +111,13 @@ async function events(c: Ctx, p: Principal, uuid: unknown): Promise<Response> {
         open = false;
         stop();
       }, { once: true });
-      void look().catch(end);
+      void look()
+        .then(() => {
+          const told = early ?? [];
+          early = null;
+          for (const e of told) live(e);
+        })
+        .catch(end);
     },
     cancel() {
       stop();

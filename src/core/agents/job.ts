@@ -12,7 +12,7 @@ import type { JobHandler } from "../jobs/worker";
 import type { Site } from "../site";
 import { AGENT_RUN_JOB, timedOut } from "./chat";
 import { addMessage, changeConversation, getConversation, runOf, type Conversation, type Run } from "./conversations";
-import { tell } from "./live";
+import { stopped, tell } from "./live";
 import { askRemote } from "./remote";
 import { chatPermission, roster } from "./roster";
 import { runAgent, type ChatMessage, type Step } from "./run";
@@ -112,6 +112,8 @@ export function agentRunHandler(site: Site): JobHandler {
         x.error = `attempt ${job.attempt} failed (${message}); trying again`;
       });
       throw e;
+    } finally {
+      stopped(site, c.uuid, r.id);
     }
   };
 }
