@@ -7,7 +7,7 @@
  * Needs a PostgreSQL server: RESD_TEST_POSTGRES_URL (else RESD_TEST_DATABASE_URL), e.g.
  * postgres://postgres@127.0.0.1:55432/postgres. Without one the file fails (it does not skip).
  */
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -26,6 +26,10 @@ const open: (SqliteStore | PgStore)[] = [];
 afterEach(async () => {
   for (const s of open.splice(0)) await s.close();
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+const databases: string[] = [];
+afterAll(() => {
+  for (const name of databases) psql(PG, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
 });
 
 // A fixed seed: a failure names the round, and the same round fails again.
@@ -75,6 +79,7 @@ async function openPg(): Promise<{ store: PgStore; fresh: PgStore }> {
   if (!PG) throw new Error("test/store-memo-revise.test.ts needs a PostgreSQL server: set RESD_TEST_POSTGRES_URL (bash scripts/postgres.sh start)");
   const name = `resd_rev_${crypto.randomUUID().replace(/-/g, "").slice(0, 12)}`;
   psql(PG, `CREATE DATABASE ${name}`);
+  databases.push(name);
   const url = new URL(PG);
   url.pathname = `/${name}`;
   const store = await PgStore.open(url.toString());

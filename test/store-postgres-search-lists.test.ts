@@ -7,7 +7,7 @@
  * Needs a PostgreSQL server: RESD_TEST_POSTGRES_URL (else RESD_TEST_DATABASE_URL), e.g.
  * postgres://postgres@127.0.0.1:55432/postgres. Without one the file fails (it does not skip).
  */
-import { afterEach, describe, expect, spyOn, test } from "bun:test";
+import { afterAll, afterEach, describe, expect, spyOn, test } from "bun:test";
 import { PgStore } from "../src/core/store/postgres";
 import { foldForSearch, WARM_ROWS } from "../src/core/store/postgres-gram-index";
 import { compileList } from "../src/core/query/compile";
@@ -20,6 +20,10 @@ const PG = process.env.RESD_TEST_POSTGRES_URL || process.env.RESD_TEST_DATABASE_
 const open: PgStore[] = [];
 afterEach(async () => {
   for (const s of open.splice(0)) await s.close();
+});
+const databases: string[] = [];
+afterAll(() => {
+  for (const name of databases) psql(PG, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
 });
 
 const items = buildDefinition("items", { fields: { title: { type: "text" }, year: { type: "number" } } } as never, null);
@@ -35,6 +39,7 @@ async function openPg(): Promise<{ store: PgStore; fresh: PgStore; url: string }
   if (!PG) throw new Error("test/store-postgres-search-lists.test.ts needs a PostgreSQL server: set RESD_TEST_POSTGRES_URL (bash scripts/postgres.sh start)");
   const name = `resd_gram_${crypto.randomUUID().replace(/-/g, "").slice(0, 12)}`;
   psql(PG, `CREATE DATABASE ${name}`);
+  databases.push(name);
   const url = new URL(PG);
   url.pathname = `/${name}`;
   const store = await PgStore.open(url.toString());
