@@ -18,11 +18,15 @@ import { AppError } from "../errors";
 /** What a caller should wait before asking again: its queries take up to RESD_QUERY_TIMEOUT, most far less. */
 const RETRY_AFTER_S = 1;
 
-export type Fair = { caller: string };
+/** `part`: a further part of one query already counted (a count split among executors): it takes turns, but does not count against the bound again. */
+export type Fair = { caller: string; part?: boolean };
+
+/** A caller's queued jobs, and its jobs waiting or running (`parts` of them further parts of one query). */
+type Held<J> = { waiting: J[]; held: number; parts: number };
 
 export class FairShare<J extends Fair> {
   /** Served longest ago first: the caller served last moves to the back. */
-  private readonly callers = new Map<string, { waiting: J[]; held: number }>();
+  private readonly callers = new Map<string, Held<J>>();
 
   /** `perCaller`: queries one caller may have waiting or running; 0 = no bound. */
   constructor(private readonly perCaller: number) {}
@@ -30,7 +34,8 @@ export class FairShare<J extends Fair> {
   /** Throws 429 when a new query of `caller` would pass its bound. */
   admit(caller: string): void {
     if (caller === "" || this.perCaller <= 0) return;
-    if ((this.callers.get(caller)?.held ?? 0) < this.perCaller) return;
+    const c = this.callers.get(caller);
+    if (!c || c.held - c.parts < this.perCaller) return;
     throw new AppError(429, "TOO_MANY_REQUESTS",
       `you have ${this.perCaller} list queries waiting or running already (RESD_MAX_QUERIES_PER_CALLER); ask again when one has answered`,
       { retryAfter: RETRY_AFTER_S });
@@ -39,14 +44,15 @@ export class FairShare<J extends Fair> {
   /** Queues a job; it counts against its caller until `done`. */
   add(job: J): void {
     let c = this.callers.get(job.caller);
-    if (!c) this.callers.set(job.caller, (c = { waiting: [], held: 0 }));
+    if (!c) this.callers.set(job.caller, (c = { waiting: [], held: 0, parts: 0 }));
     c.waiting.push(job);
     c.held++;
+    if (job.part) c.parts++;
   }
 
   /** The next job that `fits` (an executor is free for it): of the caller with the fewest running. */
   take(fits: (job: J) => boolean): J | undefined {
-    let best: { key: string; c: { waiting: J[]; held: number }; i: number; running: number } | null = null;
+    let best: { key: string; c: Held<J>; i: number; running: number } | null = null;
     for (const [key, c] of this.callers) {
       const running = c.held - c.waiting.length;
       if (best && running >= best.running) continue;
@@ -61,10 +67,12 @@ export class FairShare<J extends Fair> {
     return job;
   }
 
-  /** A job taken earlier has ended. */
-  done(caller: string): void {
+  /** A job taken earlier has ended (`part`: as it was added). */
+  done(caller: string, part = false): void {
     const c = this.callers.get(caller);
-    if (c && --c.held <= 0 && c.waiting.length === 0) this.callers.delete(caller);
+    if (!c) return;
+    if (part) c.parts--;
+    if (--c.held <= 0 && c.waiting.length === 0) this.callers.delete(caller);
   }
 
   /** Every job still waiting, removed (the executors are closing). */

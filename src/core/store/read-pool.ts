@@ -70,14 +70,15 @@ self.onmessage = (event) => {
 type Request = { type: "all" | "get"; sql: string; args: SqlValue[] } | { type: "stream"; stream: number; sql: string; args: SqlValue[]; max: number } | { type: "close"; stream: number };
 type Pending = { resolve: (v: unknown) => void; reject: (e: unknown) => void };
 type Slot = { worker: Worker; busy: boolean; ready: Promise<unknown>; pending: Map<number, Pending>; streams: Set<number> };
-type Job = { req: Request; resolve: (v: unknown) => void; reject: (e: unknown) => void; slot?: Slot; caller: string };
+type Job = { req: Request; resolve: (v: unknown) => void; reject: (e: unknown) => void; slot?: Slot; caller: string; part?: boolean };
 
 /**
  * Who asks, for the fair share: `caller` as the HTTP layer names it (none: work of the server
  * itself). `admitted`: part of a query admitted already (a stream's next batch, a count split in
- * parts), never refused midway.
+ * parts), never refused midway. `part`: a second or later part of a count split in parts, which
+ * counts once against the caller's bound (see Fair).
  */
-export type Asker = { caller?: string; admitted?: boolean };
+export type Asker = { caller?: string; admitted?: boolean; part?: boolean };
 
 export class ReadPool {
   private readonly slots: Slot[] = [];
@@ -147,7 +148,7 @@ export class ReadPool {
     } finally {
       clearTimeout(timer);
       slot.busy = false;
-      this.fair.done(job.caller);
+      this.fair.done(job.caller, job.part);
       this.pump();
     }
   }
@@ -166,7 +167,7 @@ export class ReadPool {
     const caller = ask.caller ?? "";
     return new Promise<T>((resolve, reject) => {
       if (!ask.admitted) this.fair.admit(caller);
-      this.fair.add({ req, resolve: resolve as (v: unknown) => void, reject, slot, caller });
+      this.fair.add({ req, resolve: resolve as (v: unknown) => void, reject, slot, caller, part: ask.part });
       this.pump();
     });
   }

@@ -146,7 +146,7 @@ export class SqliteSearch {
     const bounds = Array.from({ length: parts + 1 }, (_, i) => (i === parts ? top : Math.floor((top * i) / parts)));
     // One query for the caller's bound, however many parts it runs in.
     this.route.readPool()?.admit(caller);
-    const counts = await Promise.all(bounds.slice(1).map((hi, i) => this.route.readGet<{ n: number }>(sql, [bounds[i], hi, pattern], false, { caller, admitted: true })));
+    const counts = await Promise.all(bounds.slice(1).map((hi, i) => this.route.readGet<{ n: number }>(sql, [bounds[i], hi, pattern], false, { caller, admitted: true, part: i > 0 })));
     // Past `top` too: rows created since are counted in the one-query answer.
     if (this.marks.commitMark() !== before) return whole(true);
     return counts.reduce((a, r) => a + r!.n, 0);
