@@ -81,3 +81,15 @@ test("an import's rows are not kept one by one past what a revision would look a
   w.add("a", row(5000));
   expect(w.added.has("a")).toBe(false);
 });
+
+test("a transaction begun before another instance's commit was heard of is not placed: its resource's answers go", async () => {
+  const { o, revisions } = own();
+  const before = new TxWrites(o.others);
+  before.add("a", row(5));
+  o.othersCommitted();
+  const after = new TxWrites(o.others);
+  after.add("b", row(7));
+  await o.committed(o.sending(40, before));
+  await o.committed(o.sending(41, after));
+  expect(revisions).toEqual([{ a: "rewritten" }, { b: "added" }]);
+});

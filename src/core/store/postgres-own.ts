@@ -37,6 +37,9 @@ export class TxWrites {
   readonly added = new Map<string, AddedRow[]>();
   readonly rewritten = new Set<string>();
 
+  /** `others`: how many commits of other instances this one had heard of when the transaction began (OwnCommits.others). */
+  constructor(readonly others = 0) {}
+
   add(resource: string, row: AddedRow): void {
     if (this.rewritten.has(resource)) return;
     let rows = this.added.get(resource);
@@ -82,6 +85,12 @@ export class OwnCommits {
    * the kept rows as the newest; its resource's answers go instead.
    */
   private readonly highest = new Map<string, number>();
+  /**
+   * Commits of other instances heard of so far (their notices, the snapshot watch). Their row ids
+   * are not known here: a transaction that began before one of them was heard of may hold ids
+   * below rows that answers read since then hold, and is not placed either.
+   */
+  private heard = 0;
 
   /**
    * `revise`: applies a commit's writes to the memo (CommitMemo.committed with the right reviser);
@@ -109,6 +118,16 @@ export class OwnCommits {
     this.queue.push(e);
     this.unseen.push(e);
     return e;
+  }
+
+  /** How many commits of other instances have been heard of: a transaction notes it at its start (TxWrites). */
+  get others(): number {
+    return this.heard;
+  }
+
+  /** Another instance committed (its notice, or the snapshot watch saw its marks). */
+  othersCommitted(): void {
+    this.heard++;
   }
 
   /** Its COMMIT was acknowledged: resolves once it is revised into the memo (after every commit sent before it). */
@@ -148,7 +167,7 @@ export class OwnCommits {
           low = Math.min(low, row.id);
           high = Math.max(high, row.id);
         }
-        const placeable = e.state === "ok" && rows !== undefined && low > (this.highest.get(r) ?? -Infinity);
+        const placeable = e.state === "ok" && rows !== undefined && low > (this.highest.get(r) ?? -Infinity) && e.writes.others === this.heard;
         if (rows) this.highest.set(r, Math.max(high, this.highest.get(r) ?? -Infinity));
         writes.set(r, placeable ? { newAbove: -1 } : "rewritten");
       }

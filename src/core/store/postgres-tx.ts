@@ -55,7 +55,8 @@ export class PgTransactions {
    */
   async run<T>(fn: (db: ReservedSQL, writes: TxWrites, after: (() => void)[]) => Promise<T>, announce: boolean, committing?: () => void): Promise<T> {
     for (let attempt = 1; ; attempt++) {
-      const writes = new TxWrites();
+      // Noted before BEGIN: rows inserted later take ids above those of every commit heard of by then.
+      const writes = new TxWrites(this.own.others);
       const after: (() => void)[] = [];
       let db: ReservedSQL;
       try {

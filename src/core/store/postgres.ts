@@ -313,6 +313,7 @@ export class PgStore implements Store {
   private othersCommitted(): void {
     this.local++;
     this.foreign++;
+    this.own.othersCommitted();
   }
 
   private readonly schemaListeners = new Set<() => void>();
