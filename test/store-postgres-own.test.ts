@@ -9,6 +9,7 @@ import { expect, test } from "bun:test";
 import { CommitMemo, type ResourceWrite } from "../src/core/store/memo";
 import { OwnCommits, TxWrites } from "../src/core/store/postgres-own";
 import type { AddedRow } from "../src/core/store/postgres-revise";
+import { noticePayloads, parseNotice, type ToldCommit } from "../src/core/store/postgres-announce";
 
 const row = (id: number): AddedRow => ({ id, uuid: crypto.randomUUID(), data: "{}", _created: id, _modified: id, _created_by: null, _modified_by: null });
 const creates = (resource: string, ...ids: number[]) => {
@@ -92,4 +93,66 @@ test("a transaction begun before another instance's commit was heard of is not p
   await o.committed(o.sending(40, before));
   await o.committed(o.sending(41, after));
   expect(revisions).toEqual([{ a: "rewritten" }, { b: "added" }]);
+});
+
+test("the snapshot watch counts the marks of other instances' commits told of by notices, whichever comes first", () => {
+  // Before the notice: the look sees 2 marks nobody explained yet; the notice pays them back.
+  const early = own().o;
+  expect(early.othersMarked("10:10:", 100)).toBe(false);
+  expect(early.othersMarked("12:12:", 102)).toBe(false);
+  early.toldOf(11, 2);
+  expect(early.othersMarked("12:12:", 102)).toBe(false);
+  // After the notice: the look counts them as told.
+  const late = own().o;
+  expect(late.othersMarked("10:10:", 100)).toBe(false);
+  late.toldOf(10, 1);
+  late.toldOf(11, 2);
+  expect(late.othersMarked("12:12:", 103)).toBe(false);
+  // A notice lost: the marks are still owed at the next look.
+  const lost = own().o;
+  expect(lost.othersMarked("10:10:", 100)).toBe(false);
+  expect(lost.othersMarked("12:12:", 101)).toBe(false);
+  expect(lost.othersMarked("12:12:", 101)).toBe(true);
+  expect(lost.othersMarked("12:12:", 101)).toBe(false);
+  // Part of it told: still owed.
+  const part = own().o;
+  expect(part.othersMarked("10:10:", 100)).toBe(false);
+  expect(part.othersMarked("13:13:", 103)).toBe(false);
+  part.toldOf(11, 1);
+  expect(part.othersMarked("13:13:", 103)).toBe(true);
+  // Counted at the first look already (its notice came later): nothing owed.
+  const first = own().o;
+  expect(first.othersMarked("12:12:", 100)).toBe(false);
+  first.toldOf(11, 1);
+  expect(first.othersMarked("12:12:", 100)).toBe(false);
+  // A commit running at the first look, told of before it ended: counted when a look sees it ended.
+  const running = own().o;
+  expect(running.othersMarked("11:12:11", 100)).toBe(false);
+  running.toldOf(11, 1);
+  expect(running.othersMarked("13:13:", 101)).toBe(false);
+});
+
+test("notices carry commits with their rows in payloads within the bound; a commit too large, or one not told in detail, is told as a plain notice", () => {
+  const commit = (xid: number, n: number, rewritten?: string): ToldCommit => ({
+    xid, marks: rewritten ? 2 : 1,
+    writes: { items: Array.from({ length: n }, (_, i) => ({ ...row(xid * 100 + i), data: JSON.stringify({ title: `t "${i}" é` }), _created_by: i % 2 ? "u" : null })), ...(rewritten ? { [rewritten]: null } : {}) },
+  });
+  const commits = [commit(1, 3), commit(2, 2, "notes"), commit(3, 40)];
+  const payloads = noticePayloads("inst", commits, 2000);
+  expect(payloads.every((p) => Buffer.byteLength(p) <= 2000)).toBe(true);
+  // The 40 rows of commit 3 fit in no payload of 2,000 bytes: a plain notice says that something committed.
+  expect(payloads.at(-1)).toBe("inst");
+  const told = payloads.map(parseNotice);
+  expect(told.every((t) => t.from === "inst")).toBe(true);
+  expect(told.flatMap((t) => t.commits ?? [])).toEqual([commits[0], commits[1]]);
+  expect(told.at(-1)!.commits).toBeNull();
+  // Split over payloads when they do not fit in one, in order.
+  const many = Array.from({ length: 30 }, (_, i) => commit(10 + i, 2));
+  const split = noticePayloads("inst", many, 2000);
+  expect(split.length).toBeGreaterThan(1);
+  expect(split.flatMap((p) => parseNotice(p).commits ?? [])).toEqual(many);
+  // A commit that is not told in detail (no rows known), and a payload of another version.
+  expect(noticePayloads("inst", [null, null], 2000)).toEqual(["inst"]);
+  expect(parseNotice("inst|not json")).toEqual({ from: "inst", commits: null });
+  expect(parseNotice("schema:inst")).toEqual({ from: "schema:inst", commits: null });
 });

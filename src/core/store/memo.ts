@@ -220,6 +220,8 @@ export class CommitMemo {
   private readonly groupsOf = new Map<string, Map<string, FilterGroup>>();
   /** Kept answers without a tag: every commit drops them. */
   private readonly untagged = new Set<string>();
+  /** What a kept answer was read in, where its caller said (`remember`'s `stamp`): judged when another instance's commit is revised. */
+  private readonly stamps = new Map<string, unknown>();
   /** Misses being computed, shared by requests that ask the same meanwhile. */
   private readonly inflight = new Map<string, { version: number; epoch: number; value: Promise<unknown> }>();
 
@@ -229,6 +231,7 @@ export class CommitMemo {
 
   private untag(key: string): void {
     this.untagged.delete(key);
+    this.stamps.delete(key);
     const tag = this.tags.get(key);
     if (!tag) return;
     this.tags.delete(key);
@@ -285,6 +288,7 @@ export class CommitMemo {
     this.anyOf.clear();
     this.groupsOf.clear();
     this.untagged.clear();
+    this.stamps.clear();
   }
 
   /** Commits of this process so far. */
@@ -302,7 +306,7 @@ export class CommitMemo {
    * the bytes it holds, or null when it is not worth keeping; `tagOf` says what it depends on. An
    * answer computed across a commit is not kept, unless `settle` knows better (see Settle).
    */
-  async remember<T>(key: string, compute: () => Promise<T>, size: (v: T) => number | null = () => 16, tagOf?: (v: T) => MemoTag, settle?: Settle<T>): Promise<T> {
+  async remember<T>(key: string, compute: () => Promise<T>, size: (v: T) => number | null = () => 16, tagOf?: (v: T) => MemoTag, settle?: Settle<T>, stamp?: () => unknown): Promise<T> {
     const version = this.version();
     if (version !== this.memoVersion) {
       this.clear();
@@ -326,7 +330,11 @@ export class CommitMemo {
         if (verdict === "loose" && tag && tag.kind !== "any") tag = { kind: "any", resource: tag.resource };
         // A tag holds its filter's text and its bookkeeping: they count towards the budget too.
         this.memo.set(key, v, bytes + (tag ? TAG_OVERHEAD + (tag.kind !== "any" ? tag.filter.bytes : 0) : 0));
-        if (this.memo.has(key)) this.tag(key, tag);
+        if (this.memo.has(key)) {
+          this.tag(key, tag);
+          const stamped = stamp?.();
+          if (stamped !== undefined) this.stamps.set(key, stamped);
+        }
       }
       return v;
     } finally {
@@ -339,7 +347,7 @@ export class CommitMemo {
    * `revise` judges the pages and totals of each resource that only gained rows. Runs right after
    * the commit, before any writer hears of it, so nobody reads an answer from before their own write.
    */
-  committed(writes: Map<string, ResourceWrite>, revise: Reviser): void {
+  committed(writes: Map<string, ResourceWrite>, revise: Reviser, revisable?: (stamp: unknown) => boolean): void {
     this.epoch++;
     this.inflight.clear();
     for (const key of [...this.untagged]) this.memo.delete(key);
@@ -350,6 +358,11 @@ export class CommitMemo {
       if (w === "rewritten") {
         for (const g of [...groups.values()]) for (const key of [...keysOf(g)]) this.memo.delete(key);
         continue;
+      }
+      // Another instance's commit: only answers whose stamp says they can take its rows are revised.
+      if (revisable) {
+        for (const g of [...groups.values()]) for (const key of [...keysOf(g)]) if (!revisable(this.stamps.get(key))) this.memo.delete(key);
+        if (!groups.size) continue;
       }
       const verdicts = revise(resource, w.newAbove, [...groups.values()], (key) => this.memo.peek(key));
       for (const [key, verdict] of verdicts) {

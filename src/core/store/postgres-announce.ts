@@ -15,17 +15,88 @@
  * cached answers.
  */
 import type { SQL } from "bun";
+import type { AddedRow } from "./postgres-revise";
+
+/**
+ * A commit of records as a notice tells it: its transaction id, how many resources it marked, and
+ * per resource the rows it added, or null where it wrote anything else. Another instance revises
+ * its kept answers with the rows instead of dropping them all (OwnCommits.foreign).
+ */
+export type ToldCommit = { xid: number; marks: number; writes: Record<string, AddedRow[] | null> };
+
+type WireRow = [number, string, string, number, number, string | null, string | null];
+const toWire = (r: AddedRow): WireRow => [r.id, r.uuid, r.data, r._created, r._modified, r._created_by, r._modified_by];
+const fromWire = ([id, uuid, data, created, modified, createdBy, modifiedBy]: WireRow): AddedRow =>
+  ({ id, uuid, data, _created: created, _modified: modified, _created_by: createdBy, _modified_by: modifiedBy });
+
+/**
+ * The payloads that tell of `commits` (null: a commit that is not told in detail): `<instance>`
+ * says that something committed; `<instance>|<JSON>` lists commits with their rows, as many as fit
+ * in one payload of at most `maxBytes`. A commit too large for a payload of its own is told as
+ * `<instance>` (the others drop what they kept).
+ */
+export function noticePayloads(instance: string, commits: (ToldCommit | null)[], maxBytes: number): string[] {
+  const out: string[] = [];
+  let plain = false;
+  let batch: string[] = [];
+  let bytes = 0;
+  const room = maxBytes - Buffer.byteLength(instance) - 3;
+  const flush = () => {
+    if (batch.length) out.push(`${instance}|[${batch.join(",")}]`);
+    batch = [];
+    bytes = 0;
+  };
+  for (const c of commits) {
+    if (!c) {
+      plain = true;
+      continue;
+    }
+    const writes: Record<string, WireRow[] | null> = {};
+    for (const [r, rows] of Object.entries(c.writes)) writes[r] = rows ? rows.map(toWire) : null;
+    const one = JSON.stringify([c.xid, c.marks, writes]);
+    const size = Buffer.byteLength(one) + 1;
+    if (size > room) {
+      plain = true;
+      continue;
+    }
+    if (bytes + size > room) flush();
+    batch.push(one);
+    bytes += size;
+  }
+  flush();
+  if (plain) out.push(instance);
+  return out;
+}
+
+/** The instance a payload is from, and the commits it lists (null: something committed, not said what). */
+export function parseNotice(payload: string): { from: string; commits: ToldCommit[] | null } {
+  const bar = payload.indexOf("|");
+  if (bar < 0) return { from: payload, commits: null };
+  const from = payload.slice(0, bar);
+  try {
+    const list = JSON.parse(payload.slice(bar + 1)) as [number, number, Record<string, WireRow[] | null>][];
+    return {
+      from,
+      commits: list.map(([xid, marks, writes]) => ({
+        xid, marks, writes: Object.fromEntries(Object.entries(writes).map(([r, rows]) => [r, rows ? rows.map(fromWire) : null])),
+      })),
+    };
+  } catch {
+    // Not a notice this version can read (another version of resd): something committed.
+    return { from, commits: null };
+  }
+}
 
 export class Announcer {
-  private wanted = false;
+  private pending: (ToldCommit | null)[] = [];
   private sending: Promise<void> | null = null;
 
   /** `notify`: sends one notice; `failed`: hears of a notice that could not be sent. */
-  constructor(private readonly notify: () => Promise<unknown>, private readonly failed: (e: unknown) => void) {}
+  constructor(private readonly notify: (payload: string) => Promise<unknown>, private readonly instance: string, private readonly failed: (e: unknown) => void, private readonly maxBytes = 7999) {}
 
-  /** A commit to tell of: sent now, or with the next notice if one is on its way. */
-  announce(): void {
-    this.wanted = true;
+  /** A commit to tell of (with its rows, or not): sent now, or with the next notice if one is on its way. */
+  announce(commit: ToldCommit | null = null): void {
+    this.pending.push(commit);
     this.sending ??= this.send();
   }
 
@@ -35,12 +106,15 @@ export class Announcer {
   }
 
   private async send(): Promise<void> {
-    while (this.wanted) {
-      this.wanted = false;
-      try {
-        await this.notify();
-      } catch (e) {
-        this.failed(e);
+    while (this.pending.length) {
+      const commits = this.pending;
+      this.pending = [];
+      for (const payload of noticePayloads(this.instance, commits, this.maxBytes)) {
+        try {
+          await this.notify(payload);
+        } catch (e) {
+          this.failed(e);
+        }
       }
     }
     this.sending = null;

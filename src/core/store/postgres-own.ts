@@ -29,6 +29,13 @@ export function parseSnapshot(text: string): Snapshot {
   return { xmin: Number(xmin), xmax: Number(xmax), xip: new Set(xip ? xip.split(",").map(Number) : []) };
 }
 
+/**
+ * A kept answer's stamp (CommitMemo): its snapshot's xmax, or undefined without one. A transaction
+ * whose id is at least that began after the answer was read, and takes row ids above every row the
+ * answer could see.
+ */
+export const horizonOf = (snapshot: string | null): number | undefined => (snapshot === null ? undefined : Number(snapshot.split(":")[1]));
+
 /** The transaction had ended when the snapshot was taken (committed, for a transaction known to have). */
 export const ended = (s: Snapshot, xid: number) => xid < s.xmin || (xid < s.xmax && !s.xip.has(xid));
 
@@ -79,6 +86,17 @@ export class OwnCommits {
   /** A commit counted by a look failed after all: the next look cannot tell. */
   private unsure = false;
   private lastMarks: number | null = null;
+  /** Other instances' commits told of by their notices, not yet seen ended by a look of the snapshot watch. */
+  private told: { xid: number; marks: number }[] = [];
+  /** The snapshots of the last two looks. */
+  private lastLook: Snapshot | null = null;
+  private lookBefore: Snapshot | null = null;
+  /**
+   * How far the marks grew at the last look beyond every commit it could explain: commits of other
+   * instances whose notices were still on their way then (they pay it back as they arrive), or
+   * lost. Still owed at the next look, it counts as a commit nobody told of.
+   */
+  private owed = 0;
   /**
    * Per resource, the highest row id revised in so far. Ids are taken at INSERT, not at COMMIT: a
    * commit bringing a lower one (a transaction that ran beside later ones) is not placed among
@@ -103,6 +121,7 @@ export class OwnCommits {
     private readonly revise: (writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>, xid: number) => void,
     private readonly patienceMs: number,
     private readonly late: () => void,
+    private readonly reviseForeign: (writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>, xid: number) => void = () => {},
   ) {}
 
   /** Transaction `xid` is about to send its COMMIT with a mark for each resource it wrote. */
@@ -128,6 +147,47 @@ export class OwnCommits {
   /** Another instance committed (its notice, or the snapshot watch saw its marks). */
   othersCommitted(): void {
     this.heard++;
+  }
+
+  /** Another instance's notice told of its commit `xid`, which marked `marks` resources (for the snapshot watch). */
+  toldOf(xid: number, marks: number): void {
+    const last = this.lastLook;
+    if (!last || !ended(last, xid)) {
+      this.told.push({ xid, marks });
+      return;
+    }
+    // The last look counted its marks as owed, unless the look before counted them already (they
+    // were owed then, and went as a commit nobody told of) or they were there at the first look.
+    if (this.lookBefore && !ended(this.lookBefore, xid)) this.owed -= marks;
+  }
+
+  /**
+   * Another instance's commit `xid` that only added `added` rows, told of with its rows: revised
+   * into the kept answers like a commit of this instance, right away (its COMMIT is done). A
+   * resource whose new rows are not all above the ids revised so far has its answers dropped.
+   */
+  foreign(xid: number, added: Map<string, AddedRow[]>): void {
+    this.heard++;
+    const writes = new Map<string, ResourceWrite>();
+    for (const [r, rows] of added) {
+      let low = Infinity;
+      let high = -Infinity;
+      for (const row of rows) {
+        low = Math.min(low, row.id);
+        high = Math.max(high, row.id);
+      }
+      writes.set(r, low > (this.highest.get(r) ?? -Infinity) ? { newAbove: -1 } : "rewritten");
+      this.highest.set(r, Math.max(high, this.highest.get(r) ?? -Infinity));
+    }
+    try {
+      this.reviseForeign(writes, added, xid);
+    } catch (err) {
+      console.error("revising the cached answers after another instance's commit failed (they are all dropped):", err);
+      this.memo.dropAll();
+    } finally {
+      this.log.push({ epoch: this.memo.commits, xid });
+      if (this.log.length > LOG) this.log.shift();
+    }
   }
 
   /** Its COMMIT was acknowledged: resolves once it is revised into the memo (after every commit sent before it). */
@@ -208,13 +268,19 @@ export class OwnCommits {
   othersMarked(snapshot: string, marks: number): boolean {
     const s = parseSnapshot(snapshot);
     let mine = 0;
-    this.unseen = this.unseen.filter((e) => {
+    const seen = (e: { xid: number; marks: number }) => {
       if (!ended(s, e.xid)) return true;
       mine += e.marks;
       return false;
-    });
-    const moved = this.unsure || (this.lastMarks !== null && marks !== this.lastMarks + mine);
+    };
+    this.unseen = this.unseen.filter(seen);
+    this.told = this.told.filter(seen);
+    const excess = this.lastMarks === null ? 0 : marks - this.lastMarks - mine;
+    const moved = this.unsure || this.owed !== 0 || excess < 0;
+    this.owed = Math.max(0, excess);
     this.lastMarks = marks;
+    this.lookBefore = this.lastLook ?? s;
+    this.lastLook = s;
     this.unsure = false;
     return moved;
   }

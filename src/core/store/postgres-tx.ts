@@ -12,6 +12,7 @@ import { historyCols, numbered, PG_COLS, type PgDialect } from "./postgres-diale
 import { insertPgJob } from "./postgres-jobs";
 import { LAST_CHANGE_SQL, markOf, markSql, SlotPool } from "./postgres-marks";
 import { TxWrites, type OwnCommits } from "./postgres-own";
+import type { ToldCommit } from "./postgres-announce";
 import type { HistoryEntry, SqlValue, StoreTx, StoredRecord } from "./types";
 
 /** Rows a stream fetches from its cursor at a time. */
@@ -42,7 +43,7 @@ export class PgTransactions {
     private readonly dialect: PgDialect,
     private readonly queryBudgetMs: number,
     private readonly begin: string,
-    private readonly announced: () => void,
+    private readonly announced: (commit: ToldCommit | null) => void,
     private readonly own: OwnCommits,
   ) {}
 
@@ -82,7 +83,7 @@ export class PgTransactions {
           sent = null;
           await revised;
         }
-        if (announce) this.announced();
+        if (announce) this.announced(xid !== null && writes.size ? told(xid, writes) : null);
         for (const f of after) queueMicrotask(f);
         return value;
       } catch (e) {
@@ -325,4 +326,11 @@ export class InsertBuffer {
       throw new BufferFailed(owners[i], new AppError(409, "RESOURCE_EXISTS", `${resource}/${recs[i]!.uuid} already exists`));
     }
   }
+}
+
+/** What the other instances are told of a commit: per resource its new rows, or null where it wrote anything else. */
+function told(xid: number, writes: TxWrites): ToldCommit {
+  const out: ToldCommit["writes"] = {};
+  for (const r of writes.resources()) out[r] = writes.added.get(r) ?? null;
+  return { xid, marks: writes.resources().size, writes: out };
 }

@@ -12,16 +12,16 @@ import { hostname } from "node:os";
 import { AppError } from "../errors";
 import { maskUrl } from "../config";
 import type { ResourceDef } from "../definitions/types";
-import { CommitMemo, BoundedMemo, DEFAULT_CACHE_BYTES, filterTag, listShare, memoShare, rowBytes, type MemoTag } from "./memo";
+import { CommitMemo, BoundedMemo, DEFAULT_CACHE_BYTES, filterTag, listShare, memoShare, rowBytes, type MemoTag, type ResourceWrite } from "./memo";
 import { GramLists } from "./gram-lists";
 import { PgGramIndex, type TextRow } from "./postgres-gram-index";
 import { historyCols, numbered, PG_COLS, PgDialect } from "./postgres-dialect";
 import { PgTransactions, STREAM_BATCH, type PgError } from "./postgres-tx";
-import { Announcer, SnapshotWatch } from "./postgres-announce";
+import { Announcer, parseNotice, SnapshotWatch, type ToldCommit } from "./postgres-announce";
 import { SearchPlanner } from "./postgres-search";
 import { PgWriteGroups } from "./postgres-group";
-import { OwnCommits } from "./postgres-own";
-import { pgEqualitiesOf, pgJudge, reviseAdded } from "./postgres-revise";
+import { horizonOf, OwnCommits } from "./postgres-own";
+import { pgEqualitiesOf, pgJudge, reviseAdded, type AddedRow } from "./postgres-revise";
 import type { RowJudge } from "./revise";
 import { LAST_CHANGE_SQL, markOf, type MarkRow } from "./postgres-marks";
 import { migrateInternal, SCHEMA_LOCK, syncResource } from "./postgres-schema";
@@ -114,7 +114,7 @@ export class PgStore implements Store {
     const cacheBytes = opts.cacheMaxBytes ?? DEFAULT_CACHE_BYTES;
     this.memo = new CommitMemo(memoShare(cacheBytes), () => this.foreign);
     this.gramLists = new GramLists(listShare(cacheBytes), () => this.foreign);
-    this.own = new OwnCommits(this.memo, (writes, added, xid) => {
+    const revise = (writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>, xid: number, revisable?: (stamp: unknown) => boolean) => {
       try {
         this.gramIndex.committed(writes, added, xid);
       } catch (e) {
@@ -122,17 +122,21 @@ export class PgStore implements Store {
         this.gramLists.dropAll();
         throw e;
       }
-      this.memo.committed(writes, (resource, _above, groups, valueOf) => reviseAdded(this.judge, added.get(resource) ?? [], groups, valueOf));
-    }, this.queryBudgetMs + COMMIT_PATIENCE_MS, () => this.othersCommitted());
+      this.memo.committed(writes, (resource, _above, groups, valueOf) => reviseAdded(this.judge, added.get(resource) ?? [], groups, valueOf), revisable);
+    };
+    // Another instance's rows take their place only in answers read before that commit began
+    // (their stamp: the snapshot's xmax): those hold no row with a higher id from before it.
+    this.own = new OwnCommits(this.memo, revise, this.queryBudgetMs + COMMIT_PATIENCE_MS, () => this.othersCommitted(),
+      (writes, added, xid) => revise(writes, added, xid, (stamp) => typeof stamp === "number" && xid >= stamp));
     this.gramIndex = new PgGramIndex(this.gramLists, (resource) => this.searchTexts(resource), (resource) => this.dialect.plainSearch.get(resource) ?? null,
       listShare(cacheBytes), () => this.asciiFolds && this.schemaChanging === 0);
-    this.txs = new PgTransactions(this.writeSql, this.dialect, this.queryBudgetMs, `BEGIN${this.budget}`, () => {
+    this.txs = new PgTransactions(this.writeSql, this.dialect, this.queryBudgetMs, `BEGIN${this.budget}`, (commit) => {
       this.local++;
-      this.announcer.announce();
+      this.announcer.announce(commit);
     }, this.own);
     this.groups = new PgWriteGroups(this.txs);
-    this.announcer = new Announcer(() => this.writeSql.unsafe("SELECT pg_notify($1, $2)", [CHANNEL, this.instance]),
-      (e) => console.error("telling the other instances of a commit failed (they notice within a second):", e));
+    this.announcer = new Announcer((payload) => this.writeSql.unsafe("SELECT pg_notify($1, $2)", [CHANNEL, payload]), this.instance,
+      (e) => console.error("telling the other instances of a commit failed (they notice within two seconds):", e), NOTIFY_MAX_BYTES);
     this.watch = new SnapshotWatch(this.sql, (moved, snapshot, marks) => {
       if (moved) this.local++;
       if (this.own.othersMarked(snapshot, marks)) this.othersCommitted();
@@ -205,9 +209,10 @@ export class PgStore implements Store {
     }
     try {
       await store.locked(async (db) => migrateInternal(db));
-      store.listening = await store.listenSql.listen(CHANNEL, (from) => {
+      store.listening = await store.listenSql.listen(CHANNEL, (payload) => {
+        const { from, commits } = parseNotice(payload);
         if (from === store.instance || from === `${SCHEMA_NOTICE}${store.instance}`) return;
-        store.othersCommitted();
+        store.othersTold(commits);
         if (from.startsWith(SCHEMA_NOTICE)) for (const fn of store.schemaListeners) fn();
       }, () => {
         // Reconnected: notices may have been missed meanwhile.
@@ -307,6 +312,24 @@ export class PgStore implements Store {
   /** Changes whenever anything commits, here or on another instance (as soon as its notice arrives). */
   version(): number {
     return this.local;
+  }
+
+  /**
+   * Another instance's notice: commits that only added rows are revised into the kept answers and
+   * search lists with those rows; any other commit (or a notice that does not say) drops them all.
+   */
+  private othersTold(commits: ToldCommit[] | null): void {
+    if (!commits) return this.othersCommitted();
+    for (const c of commits) {
+      this.own.toldOf(c.xid, c.marks);
+      const entries = Object.entries(c.writes);
+      if (entries.some(([, rows]) => rows === null)) {
+        this.othersCommitted();
+        continue;
+      }
+      this.local++;
+      this.own.foreign(c.xid, new Map(entries as [string, AddedRow[]][]));
+    }
   }
 
   /** Another instance committed (its notice, or a move of the marks nobody told of): every cached answer goes. */
@@ -444,7 +467,7 @@ export class PgStore implements Store {
       snapshot = rows[0]?._snap ?? null;
       for (const r of rows) delete r._snap;
       return rows as StoredRecord[];
-    }, (rows) => (rows.length <= PAGE_CACHE_ROWS ? rows.reduce((n, r) => n + rowBytes(r), 0) : null), tag, (_, since) => this.own.settle(snapshot, since));
+    }, (rows) => (rows.length <= PAGE_CACHE_ROWS ? rows.reduce((n, r) => n + rowBytes(r), 0) : null), tag, (_, since) => this.own.settle(snapshot, since), () => horizonOf(snapshot));
   }
 
   /** Totals are kept like pages; creates of this instance add their matches to them. */
@@ -462,7 +485,7 @@ export class PgStore implements Store {
         } catch (e) {
           throw this.readError(e);
         }
-      }, undefined, () => ({ kind: "count", resource, filter: filterTag(q, pgEqualitiesOf) }), settle);
+      }, undefined, () => ({ kind: "count", resource, filter: filterTag(q, pgEqualitiesOf) }), settle, () => horizonOf(snapshot));
     }
     const p = await this.plan(q);
     const tag = (): MemoTag => (q.search ? { kind: "any", resource } : { kind: "count", resource, filter: filterTag(q, pgEqualitiesOf) });
@@ -470,7 +493,7 @@ export class PgStore implements Store {
       const [row] = await this.listQuery<{ n: string; s: string }>(q.caller, `SELECT count(*) AS n, pg_current_snapshot()::text AS s FROM ${this.dialect.table(resource)} ${p.where}`, p.args);
       snapshot = row.s;
       return Number(row.n);
-    }, undefined, tag, settle);
+    }, undefined, tag, settle, () => horizonOf(snapshot));
   }
 
   stream(resource: string, q: CompiledQuery): AsyncIterable<StoredRecord> {
