@@ -135,6 +135,75 @@ for (const sort of ["year|desc", "_created|desc"]) {
   });
 }
 
+/** Holds back the notices of `store` until the returned function is called. */
+function holdNotices(store: PgStore): () => void {
+  const announcer = (store as unknown as { announcer: { notify: (payloads: string[]) => Promise<unknown> } }).announcer;
+  const send = announcer.notify;
+  let open = () => {};
+  const gate = new Promise<void>((r) => (open = r));
+  announcer.notify = async (payloads) => {
+    await gate;
+    return send(payloads);
+  };
+  return () => {
+    announcer.notify = send;
+    open();
+  };
+}
+
+const pageOf = (store: PgStore, sort: string, filter = "") => compileList(store.dialect, items, parseListParams({ sort, filter, limit: "5" }));
+const uuids = async (store: PgStore, sort: string, filter = "") => (await store.page("items", pageOf(store, sort, filter))).map((r) => r.uuid);
+async function settled(store: PgStore): Promise<void> {
+  for (let v = -1; v !== store.version(); await Bun.sleep(60)) v = store.version();
+}
+
+test("answers read after another instance's commit and before its notice are not given its rows again", async () => {
+  const { a, b, fresh } = await instances();
+  await a.transaction(async (tx) => { for (let i = 0; i < 8; i++) await tx.insert("items", row("same", 2000)); });
+  await settled(b);
+  const release = holdNotices(a);
+  const before = b.version();
+  await a.transaction(async (tx) => tx.insert("items", row("same", 2000)));
+  // B reads the page and the total with A's row already in them, then hears of it.
+  const total = compileList(b.dialect, items, parseListParams({ filter: "year:2000", limit: "0" }));
+  expect(await b.count("items", total)).toBe(9);
+  const page = await uuids(b, "_created|desc");
+  expect(page).toEqual(await uuids(fresh, "_created|desc"));
+  release();
+  await until(() => b.version() > before, "B to hear of A's commit");
+  expect(await b.count("items", total)).toBe(9);
+  expect(await uuids(b, "_created|desc")).toEqual(page);
+});
+
+test("another instance's rows are not placed as the newest in a page that saw a higher id", async () => {
+  const { a, fresh } = await instances();
+  const c = await PgStore.open(a.url);
+  open.push(c);
+  await a.transaction(async (tx) => { for (let i = 0; i < 8; i++) await tx.insert("items", row("same", 2000)); });
+  // A takes an id and waits; C commits a row with a higher id; B starts (it heard of neither) and reads the page.
+  let release = () => {};
+  const held = new Promise<void>((r) => (release = r));
+  let inserted = () => {};
+  const took = new Promise<void>((r) => (inserted = r));
+  const early = row("same", 2000);
+  const writing = a.transaction(async (tx) => {
+    await tx.insert("items", early);
+    expect(await tx.get("items", early.uuid)).not.toBeNull();
+    inserted();
+    await held;
+  });
+  await took;
+  await c.transaction(async (tx) => tx.insert("items", row("same", 2000)));
+  const b = await PgStore.open(a.url);
+  open.unshift(b);
+  expect(await uuids(b, "year|desc")).toEqual(await uuids(fresh, "year|desc"));
+  const before = b.version();
+  release();
+  await writing;
+  await until(() => b.version() > before, "B to hear of A's commit");
+  expect(await uuids(b, "year|desc")).toEqual(await uuids(fresh, "year|desc"));
+});
+
 // A fixed seed: a failure names the round, and the same round fails again.
 let seed = 20261128;
 const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);

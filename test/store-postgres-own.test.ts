@@ -83,18 +83,6 @@ test("an import's rows are not kept one by one past what a revision would look a
   expect(w.added.has("a")).toBe(false);
 });
 
-test("a transaction begun before another instance's commit was heard of is not placed: its resource's answers go", async () => {
-  const { o, revisions } = own();
-  const before = new TxWrites(o.others);
-  before.add("a", row(5));
-  o.othersCommitted();
-  const after = new TxWrites(o.others);
-  after.add("b", row(7));
-  await o.committed(o.sending(40, before));
-  await o.committed(o.sending(41, after));
-  expect(revisions).toEqual([{ a: "rewritten" }, { b: "added" }]);
-});
-
 test("the snapshot watch counts the marks of other instances' commits told of by notices, whichever comes first", () => {
   // Before the notice: the look sees 2 marks nobody explained yet; the notice pays them back.
   const early = own().o;

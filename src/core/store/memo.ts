@@ -347,7 +347,7 @@ export class CommitMemo {
    * `revise` judges the pages and totals of each resource that only gained rows. Runs right after
    * the commit, before any writer hears of it, so nobody reads an answer from before their own write.
    */
-  committed(writes: Map<string, ResourceWrite>, revise: Reviser, revisable?: (stamp: unknown) => boolean): void {
+  committed(writes: Map<string, ResourceWrite>, revise: Reviser, revisable?: (stamp: unknown, resource: string) => boolean): void {
     this.epoch++;
     this.inflight.clear();
     for (const key of [...this.untagged]) this.memo.delete(key);
@@ -361,7 +361,7 @@ export class CommitMemo {
       }
       // Another instance's commit: only answers whose stamp says they can take its rows are revised.
       if (revisable) {
-        for (const g of [...groups.values()]) for (const key of [...keysOf(g)]) if (!revisable(this.stamps.get(key))) this.memo.delete(key);
+        for (const g of [...groups.values()]) for (const key of [...keysOf(g)]) if (!revisable(this.stamps.get(key), resource)) this.memo.delete(key);
         if (!groups.size) continue;
       }
       const verdicts = revise(resource, w.newAbove, [...groups.values()], (key) => this.memo.peek(key));

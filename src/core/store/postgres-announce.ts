@@ -6,13 +6,17 @@
  * another. So the notice is sent after the commit instead, in a statement of its own; commits that
  * end while one is on its way share the next one, so an instance has at most one in flight.
  *
+ * A notice tells what a commit of records wrote: the rows it created (the others revise their kept
+ * answers with them, OwnCommits.foreign), or that it wrote anything else (they drop them). The
+ * realtime feed's messages take the same channel and queue, after the notice of their commit.
+ *
  * Sent after the commit, a notice can be lost with the process (it died between the two), and the
  * others would keep what they cached. `SnapshotWatch` covers that: each instance looks every second
  * at the database's snapshot, which moves with every transaction that writes anywhere, and at the
  * sum of the change marks, which every commit of records moves. A move of the snapshot counts as a
- * commit for what depends on anything (sessions); a move of the marks beyond this instance's own
- * commits counts as another instance's commit of records (OwnCommits.othersMarked), and drops the
- * cached answers.
+ * commit for what depends on anything (sessions); marks that grew beyond the commits of this
+ * instance and those told of by notices, and are still unexplained at the next look, count as
+ * another instance's commit nobody told of (OwnCommits.othersMarked), and drop the cached answers.
  */
 import type { SQL } from "bun";
 import type { AddedRow } from "./postgres-revise";
@@ -22,6 +26,9 @@ import type { AddedRow } from "./postgres-revise";
  * per resource the rows it added, or null where it wrote anything else. Another instance revises
  * its kept answers with the rows instead of dropping them all (OwnCommits.foreign).
  */
+/** Payloads sent in one statement at most. */
+const NOTICES_PER_STATEMENT = 50;
+
 export type ToldCommit = { xid: number; marks: number; writes: Record<string, AddedRow[] | null> };
 
 type WireRow = [number, string, string, number, number, string | null, string | null];
@@ -87,17 +94,44 @@ export function parseNotice(payload: string): { from: string; commits: ToldCommi
   }
 }
 
+/** What waits to be sent: a commit, or messages of the realtime feed (`InstanceBus.send`). */
+type Pending = { commit: ToldCommit | null } | { messages: string[]; sent: PromiseWithResolvers<void> };
+
+/**
+ * A payload on the commits channel that is a message of another instance's realtime feed
+ * (`<instance> <message>`, a space where a notice has `|` or nothing): the message, else null.
+ */
+export function busMessage(payload: string): { from: string; message: string } | null {
+  const space = payload.indexOf(" ");
+  const bar = payload.indexOf("|");
+  if (space < 0 || (bar >= 0 && bar < space)) return null;
+  return { from: payload.slice(0, space), message: payload.slice(space + 1) };
+}
+
 export class Announcer {
-  private pending: (ToldCommit | null)[] = [];
+  private pending: Pending[] = [];
   private sending: Promise<void> | null = null;
 
-  /** `notify`: sends one notice; `failed`: hears of a notice that could not be sent. */
-  constructor(private readonly notify: (payload: string) => Promise<unknown>, private readonly instance: string, private readonly failed: (e: unknown) => void, private readonly maxBytes = 7999) {}
+  /**
+   * `notify`: sends payloads in one statement, in order; `failed`: hears of notices that could not
+   * be sent. Realtime messages go through the same queue on the same channel after the notice of
+   * their commit: another instance revises its answers before it hears of the change (a client
+   * told of a change and reading the list again finds it there).
+   */
+  constructor(private readonly notify: (payloads: string[]) => Promise<unknown>, private readonly instance: string, private readonly failed: (e: unknown) => void, private readonly maxBytes = 7999) {}
 
   /** A commit to tell of (with its rows, or not): sent now, or with the next notice if one is on its way. */
   announce(commit: ToldCommit | null = null): void {
-    this.pending.push(commit);
+    this.pending.push({ commit });
     this.sending ??= this.send();
+  }
+
+  /** Messages of the realtime feed, sent after every commit announced before them; resolves once sent. */
+  say(messages: string[]): Promise<void> {
+    const sent = Promise.withResolvers<void>();
+    this.pending.push({ messages, sent });
+    this.sending ??= this.send();
+    return sent.promise;
   }
 
   /** Resolves once every commit announced so far has been told (or failed to be). */
@@ -107,14 +141,31 @@ export class Announcer {
 
   private async send(): Promise<void> {
     while (this.pending.length) {
-      const commits = this.pending;
+      const items = this.pending;
       this.pending = [];
-      for (const payload of noticePayloads(this.instance, commits, this.maxBytes)) {
-        try {
-          await this.notify(payload);
-        } catch (e) {
-          this.failed(e);
+      const payloads: string[] = [];
+      const said: PromiseWithResolvers<void>[] = [];
+      let commits: (ToldCommit | null)[] = [];
+      const told = () => {
+        if (commits.length) payloads.push(...noticePayloads(this.instance, commits, this.maxBytes));
+        commits = [];
+      };
+      for (const item of items) {
+        if ("commit" in item) {
+          commits.push(item.commit);
+          continue;
         }
+        told();
+        for (const m of item.messages) payloads.push(`${this.instance} ${m}`);
+        said.push(item.sent);
+      }
+      told();
+      try {
+        for (let i = 0; i < payloads.length; i += NOTICES_PER_STATEMENT) await this.notify(payloads.slice(i, i + NOTICES_PER_STATEMENT));
+        for (const s of said) s.resolve();
+      } catch (e) {
+        if (said.length) for (const s of said) s.reject(e);
+        this.failed(e);
       }
     }
     this.sending = null;

@@ -30,11 +30,28 @@ export function parseSnapshot(text: string): Snapshot {
 }
 
 /**
- * A kept answer's stamp (CommitMemo): its snapshot's xmax, or undefined without one. A transaction
- * whose id is at least that began after the answer was read, and takes row ids above every row the
- * answer could see.
+ * What a kept answer was read in (its stamp in CommitMemo): the statement's snapshot, and for a
+ * page the highest row id of its resource that snapshot saw (a total does not depend on order).
  */
-export const horizonOf = (snapshot: string | null): number | undefined => (snapshot === null ? undefined : Number(snapshot.split(":")[1]));
+export type ReadStamp = { snapshot: Snapshot; top?: number };
+
+export const stampOf = (snapshot: string | null, top?: number | null): ReadStamp | undefined =>
+  snapshot === null ? undefined : { snapshot: parseSnapshot(snapshot), ...(top === undefined ? {} : { top: top ?? 0 }) };
+
+/**
+ * Whether an answer stamped `stamp` takes the rows of commit `xid` whose lowest new id is `low`
+ * (above every id revised in so far, OwnCommits.highest): it did not see that commit, and (a page)
+ * every row it saw has a lower id, so the new rows sort as the newest. Ids are taken at INSERT, not
+ * at COMMIT: a page may hold a row of a later transaction, of this instance or another, whose
+ * commit was heard of (or ended) before the page was read. Any other answer goes. This instance's
+ * own commits are never seen by an answer kept as it is (CommitMemo's settle), and an answer
+ * without a stamp (an empty page) holds no row to be out of order with.
+ */
+export function takesRows(stamp: unknown, xid: number, low: number, own = false): boolean {
+  if (!stamp || typeof stamp !== "object") return own;
+  const { snapshot, top } = stamp as ReadStamp;
+  return (own || !ended(snapshot, xid)) && (top === undefined || low > top);
+}
 
 /** The transaction had ended when the snapshot was taken (committed, for a transaction known to have). */
 export const ended = (s: Snapshot, xid: number) => xid < s.xmin || (xid < s.xmax && !s.xip.has(xid));
@@ -43,9 +60,6 @@ export const ended = (s: Snapshot, xid: number) => xid < s.xmin || (xid < s.xmax
 export class TxWrites {
   readonly added = new Map<string, AddedRow[]>();
   readonly rewritten = new Set<string>();
-
-  /** `others`: how many commits of other instances this one had heard of when the transaction began (OwnCommits.others). */
-  constructor(readonly others = 0) {}
 
   add(resource: string, row: AddedRow): void {
     if (this.rewritten.has(resource)) return;
@@ -103,12 +117,6 @@ export class OwnCommits {
    * the kept rows as the newest; its resource's answers go instead.
    */
   private readonly highest = new Map<string, number>();
-  /**
-   * Commits of other instances heard of so far (their notices, the snapshot watch). Their row ids
-   * are not known here: a transaction that began before one of them was heard of may hold ids
-   * below rows that answers read since then hold, and is not placed either.
-   */
-  private heard = 0;
 
   /**
    * `revise`: applies a commit's writes to the memo (CommitMemo.committed with the right reviser);
@@ -139,16 +147,6 @@ export class OwnCommits {
     return e;
   }
 
-  /** How many commits of other instances have been heard of: a transaction notes it at its start (TxWrites). */
-  get others(): number {
-    return this.heard;
-  }
-
-  /** Another instance committed (its notice, or the snapshot watch saw its marks). */
-  othersCommitted(): void {
-    this.heard++;
-  }
-
   /** Another instance's notice told of its commit `xid`, which marked `marks` resources (for the snapshot watch). */
   toldOf(xid: number, marks: number): void {
     const last = this.lastLook;
@@ -167,7 +165,6 @@ export class OwnCommits {
    * resource whose new rows are not all above the ids revised so far has its answers dropped.
    */
   foreign(xid: number, added: Map<string, AddedRow[]>): void {
-    this.heard++;
     const writes = new Map<string, ResourceWrite>();
     for (const [r, rows] of added) {
       let low = Infinity;
@@ -227,7 +224,7 @@ export class OwnCommits {
           low = Math.min(low, row.id);
           high = Math.max(high, row.id);
         }
-        const placeable = e.state === "ok" && rows !== undefined && low > (this.highest.get(r) ?? -Infinity) && e.writes.others === this.heard;
+        const placeable = e.state === "ok" && rows !== undefined && low > (this.highest.get(r) ?? -Infinity);
         if (rows) this.highest.set(r, Math.max(high, this.highest.get(r) ?? -Infinity));
         writes.set(r, placeable ? { newAbove: -1 } : "rewritten");
       }

@@ -56,8 +56,7 @@ export class PgTransactions {
    */
   async run<T>(fn: (db: ReservedSQL, writes: TxWrites, after: (() => void)[]) => Promise<T>, announce: boolean, committing?: () => void): Promise<T> {
     for (let attempt = 1; ; attempt++) {
-      // Noted before BEGIN: rows inserted later take ids above those of every commit heard of by then.
-      const writes = new TxWrites(this.own.others);
+      const writes = new TxWrites();
       const after: (() => void)[] = [];
       let db: ReservedSQL;
       try {

@@ -17,10 +17,10 @@ import { GramLists } from "./gram-lists";
 import { PgGramIndex, type TextRow } from "./postgres-gram-index";
 import { historyCols, numbered, PG_COLS, PgDialect } from "./postgres-dialect";
 import { PgTransactions, STREAM_BATCH, type PgError } from "./postgres-tx";
-import { Announcer, parseNotice, SnapshotWatch, type ToldCommit } from "./postgres-announce";
+import { Announcer, busMessage, parseNotice, SnapshotWatch, type ToldCommit } from "./postgres-announce";
 import { SearchPlanner } from "./postgres-search";
 import { PgWriteGroups } from "./postgres-group";
-import { horizonOf, OwnCommits } from "./postgres-own";
+import { OwnCommits, stampOf, takesRows } from "./postgres-own";
 import { pgEqualitiesOf, pgJudge, reviseAdded, type AddedRow } from "./postgres-revise";
 import type { RowJudge } from "./revise";
 import { LAST_CHANGE_SQL, markOf, type MarkRow } from "./postgres-marks";
@@ -37,8 +37,6 @@ const PAGE_CACHE_ROWS = 200;
 const TEXT_BATCH = 5000;
 /** The channel on which every commit is announced to the other instances. */
 const CHANNEL = "resd_commits";
-/** The channel of realtime changes (see `bus`). */
-const CHANGES_CHANNEL = "resd_changes";
 /** PostgreSQL's bound on a notification's payload is 8000 bytes, less than that in practice. */
 const NOTIFY_MAX_BYTES = 7999;
 /** How a schema change is announced on it (before the instance id). */
@@ -114,7 +112,7 @@ export class PgStore implements Store {
     const cacheBytes = opts.cacheMaxBytes ?? DEFAULT_CACHE_BYTES;
     this.memo = new CommitMemo(memoShare(cacheBytes), () => this.foreign);
     this.gramLists = new GramLists(listShare(cacheBytes), () => this.foreign);
-    const revise = (writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>, xid: number, revisable?: (stamp: unknown) => boolean) => {
+    const revise = (writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>, xid: number, revisable?: (stamp: unknown, resource: string) => boolean) => {
       try {
         this.gramIndex.committed(writes, added, xid);
       } catch (e) {
@@ -124,10 +122,16 @@ export class PgStore implements Store {
       }
       this.memo.committed(writes, (resource, _above, groups, valueOf) => reviseAdded(this.judge, added.get(resource) ?? [], groups, valueOf), revisable);
     };
-    // Another instance's rows take their place only in answers read before that commit began
-    // (their stamp: the snapshot's xmax): those hold no row with a higher id from before it.
-    this.own = new OwnCommits(this.memo, revise, this.queryBudgetMs + COMMIT_PATIENCE_MS, () => this.othersCommitted(),
-      (writes, added, xid) => revise(writes, added, xid, (stamp) => typeof stamp === "number" && xid >= stamp));
+    // New rows take their place only in answers that did not see their commit and (pages) hold
+    // no row with a higher id (their stamp, see takesRows).
+    const lowest = (added: Map<string, AddedRow[]>) => new Map([...added].map(([r, rows]) => [r, rows.reduce((m, row) => Math.min(m, row.id), Infinity)]));
+    this.own = new OwnCommits(this.memo, (writes, added, xid) => {
+      const low = lowest(added);
+      revise(writes, added, xid, (stamp, resource) => takesRows(stamp, xid, low.get(resource) ?? -Infinity, true));
+    }, this.queryBudgetMs + COMMIT_PATIENCE_MS, () => this.othersCommitted(), (writes, added, xid) => {
+      const low = lowest(added);
+      revise(writes, added, xid, (stamp, resource) => takesRows(stamp, xid, low.get(resource) ?? -Infinity));
+    });
     this.gramIndex = new PgGramIndex(this.gramLists, (resource) => this.searchTexts(resource), (resource) => this.dialect.plainSearch.get(resource) ?? null,
       listShare(cacheBytes), () => this.asciiFolds && this.schemaChanging === 0);
     this.txs = new PgTransactions(this.writeSql, this.dialect, this.queryBudgetMs, `BEGIN${this.budget}`, (commit) => {
@@ -135,7 +139,7 @@ export class PgStore implements Store {
       this.announcer.announce(commit);
     }, this.own);
     this.groups = new PgWriteGroups(this.txs);
-    this.announcer = new Announcer((payload) => this.writeSql.unsafe("SELECT pg_notify($1, $2)", [CHANNEL, payload]), this.instance,
+    this.announcer = new Announcer((payloads) => this.writeSql.unsafe(`SELECT ${payloads.map((_, i) => `pg_notify($1, $${i + 2})`).join(", ")}`, [CHANNEL, ...payloads]), this.instance,
       (e) => console.error("telling the other instances of a commit failed (they notice within two seconds):", e), NOTIFY_MAX_BYTES);
     this.watch = new SnapshotWatch(this.sql, (moved, snapshot, marks) => {
       if (moved) this.local++;
@@ -175,29 +179,22 @@ export class PgStore implements Store {
   /** Schema changes under way (locked): kept search lists are not asked meanwhile. */
   private schemaChanging = 0;
 
-  /** Realtime changes between instances: NOTIFY after the write committed, `<instance> <message>`. */
+  /**
+   * Realtime changes between instances: NOTIFY on the commits channel, `<instance> <message>`,
+   * queued behind the notices of the commits they follow (postgres-announce.ts).
+   */
   readonly bus: InstanceBus = {
     maxBytes: NOTIFY_MAX_BYTES - this.instance.length - 1,
-    send: async (messages) => {
-      // One statement: its notifications are delivered in the order they are listed.
-      const calls = messages.map((_, i) => `pg_notify($1, $${i + 2})`).join(", ");
-      await this.sql.unsafe(`SELECT ${calls}`, [CHANGES_CHANNEL, ...messages.map((m) => `${this.instance} ${m}`)]);
-    },
+    send: (messages) => this.announcer.say(messages),
     listen: async (fn, lost) => {
-      const prefix = `${this.instance} `;
-      // onlisten runs once listening starts, then after every reconnect: only those lose messages.
-      let started = false;
-      const l = await this.listenSql.listen(CHANGES_CHANNEL, (payload) => {
-        if (payload.startsWith(prefix)) return;
-        // A change told is a commit of another instance whose own notice may still be on its way:
-        // what is read for this change (a record too large for the message) must not come from the cache.
-        this.othersCommitted();
-        const space = payload.indexOf(" ");
-        if (space > 0) fn(payload.slice(space + 1));
-      }, () => (started ? lost() : (started = true)));
-      return () => l.unlisten();
+      const listener = { fn, lost };
+      this.busListeners.add(listener);
+      return async () => void this.busListeners.delete(listener);
     },
   };
+  private readonly busListeners = new Set<{ fn: (message: string) => void; lost: () => void }>();
+  /** The commits channel was listened to once: a later start of listening is a reconnect. */
+  private listened = false;
 
   /** Connects, migrates the internal tables (once, whoever starts at the same time) and listens for commits. */
   static async open(url: string, opts: PgOptions = {}): Promise<PgStore> {
@@ -210,6 +207,11 @@ export class PgStore implements Store {
     try {
       await store.locked(async (db) => migrateInternal(db));
       store.listening = await store.listenSql.listen(CHANNEL, (payload) => {
+        const said = busMessage(payload);
+        if (said) {
+          if (said.from !== store.instance) for (const l of store.busListeners) l.fn(said.message);
+          return;
+        }
         const { from, commits } = parseNotice(payload);
         if (from === store.instance || from === `${SCHEMA_NOTICE}${store.instance}`) return;
         store.othersTold(commits);
@@ -218,6 +220,8 @@ export class PgStore implements Store {
         // Reconnected: notices may have been missed meanwhile.
         store.othersCommitted();
         for (const fn of store.schemaListeners) fn();
+        if (store.listened) for (const l of store.busListeners) l.lost();
+        store.listened = true;
       });
       // Text in code point order (a C collation) is compared in JavaScript when cached pages are revised.
       const [collation] = await store.sql.unsafe(`SELECT datcollate AS c, to_jsonb(d)->>'datlocprovider' AS p, lower('I') = 'i' AS ascii
@@ -336,7 +340,6 @@ export class PgStore implements Store {
   private othersCommitted(): void {
     this.local++;
     this.foreign++;
-    this.own.othersCommitted();
   }
 
   private readonly schemaListeners = new Set<() => void>();
@@ -449,8 +452,10 @@ export class PgStore implements Store {
     const p = await this.plan(q);
     const paging = p.limit !== null ? " LIMIT ? OFFSET ?" : p.offset ? " OFFSET ?" : "";
     const args = p.limit !== null ? [...p.args, p.limit, p.offset] : p.offset ? [...p.args, p.offset] : p.args;
-    const snap = snapshot ? ", (SELECT pg_current_snapshot()::text) AS _snap" : "";
-    return [`SELECT ${PG_COLS}${snap} FROM ${this.dialect.table(resource)} ${p.where} ${p.orderBy}${paging}`, args];
+    const table = this.dialect.table(resource);
+    // The snapshot, and the highest row id it sees (one step down the primary key), for the cache.
+    const snap = snapshot ? `, (SELECT pg_current_snapshot()::text) AS _snap, (SELECT max(id) FROM ${table})::float8 AS _top` : "";
+    return [`SELECT ${PG_COLS}${snap} FROM ${table} ${p.where} ${p.orderBy}${paging}`, args];
   }
 
   /**
@@ -460,14 +465,19 @@ export class PgStore implements Store {
   async page(resource: string, q: CompiledQuery): Promise<StoredRecord[]> {
     const [sql, args] = await this.selectSql(resource, q, true);
     let snapshot: string | null = null;
+    let top: number | null = null;
     const tag = (rows: StoredRecord[]): MemoTag => q.search || q.limit === null ? { kind: "any", resource }
       : { kind: "rows", resource, filter: filterTag(q, pgEqualitiesOf), order: q.order, orderKey: JSON.stringify(q.order ?? null), offset: q.offset, limit: q.limit, full: rows.length > 0 && rows.length === q.limit };
     return this.memo.remember(BoundedMemo.key("page", sql, JSON.stringify(args)), async () => {
-      const rows = await this.listQuery<StoredRecord & { _snap?: string }>(q.caller, sql, args);
+      const rows = await this.listQuery<StoredRecord & { _snap?: string; _top?: number | null }>(q.caller, sql, args);
       snapshot = rows[0]?._snap ?? null;
-      for (const r of rows) delete r._snap;
+      top = rows[0]?._top ?? null;
+      for (const r of rows) {
+        delete r._snap;
+        delete r._top;
+      }
       return rows as StoredRecord[];
-    }, (rows) => (rows.length <= PAGE_CACHE_ROWS ? rows.reduce((n, r) => n + rowBytes(r), 0) : null), tag, (_, since) => this.own.settle(snapshot, since), () => horizonOf(snapshot));
+    }, (rows) => (rows.length <= PAGE_CACHE_ROWS ? rows.reduce((n, r) => n + rowBytes(r), 0) : null), tag, (_, since) => this.own.settle(snapshot, since), () => stampOf(snapshot, top));
   }
 
   /** Totals are kept like pages; creates of this instance add their matches to them. */
@@ -485,7 +495,7 @@ export class PgStore implements Store {
         } catch (e) {
           throw this.readError(e);
         }
-      }, undefined, () => ({ kind: "count", resource, filter: filterTag(q, pgEqualitiesOf) }), settle, () => horizonOf(snapshot));
+      }, undefined, () => ({ kind: "count", resource, filter: filterTag(q, pgEqualitiesOf) }), settle, () => stampOf(snapshot));
     }
     const p = await this.plan(q);
     const tag = (): MemoTag => (q.search ? { kind: "any", resource } : { kind: "count", resource, filter: filterTag(q, pgEqualitiesOf) });
@@ -493,7 +503,7 @@ export class PgStore implements Store {
       const [row] = await this.listQuery<{ n: string; s: string }>(q.caller, `SELECT count(*) AS n, pg_current_snapshot()::text AS s FROM ${this.dialect.table(resource)} ${p.where}`, p.args);
       snapshot = row.s;
       return Number(row.n);
-    }, undefined, tag, settle, () => horizonOf(snapshot));
+    }, undefined, tag, settle, () => stampOf(snapshot));
   }
 
   stream(resource: string, q: CompiledQuery): AsyncIterable<StoredRecord> {
@@ -644,3 +654,4 @@ export class PgStore implements Store {
     }, true);
   }
 }
+
