@@ -50,6 +50,29 @@ async function instances(): Promise<{ a: PgStore; b: PgStore; fresh: PgStore }> 
   return { a, b, fresh };
 }
 
+/**
+ * A transaction of `store` that inserts a row (its id taken: it is read back inside the
+ * transaction) and waits to commit until `commit` is called; resolves once the row is in.
+ */
+async function heldInsert(store: PgStore): Promise<{ early: StoredRecord; commit: () => Promise<void> }> {
+  let release = () => {};
+  const held = new Promise<void>((r) => (release = r));
+  let inserted = () => {};
+  const took = new Promise<void>((r) => (inserted = r));
+  const early = row("same", 2000);
+  const writing = store.transaction(async (tx) => {
+    await tx.insert("items", early);
+    expect(await tx.get("items", early.uuid)).not.toBeNull();
+    inserted();
+    await held;
+  });
+  await took;
+  return { early, commit: async () => {
+    release();
+    await writing;
+  } };
+}
+
 const titles = async (store: PgStore, sort: string) =>
   (await store.page("items", compileList(store.dialect, items, parseListParams({ sort, limit: "5" })))).map((r) => JSON.parse(r.data).title as string);
 
@@ -68,19 +91,7 @@ for (const sort of ["year|desc", "_created|desc", "title|text|asc,year|desc"]) {
       for (let i = 0; i < 12; i++) await tx.insert("items", row("same", 2000));
     });
     // B takes its row's id, and waits before committing.
-    let release = () => {};
-    const held = new Promise<void>((r) => (release = r));
-    let inserted = () => {};
-    const took = new Promise<void>((r) => (inserted = r));
-    const early = row("same", 2000);
-    const writing = b.transaction(async (tx) => {
-      await tx.insert("items", early);
-      // Read back inside the transaction: the row is written (its id taken) before B waits.
-      expect(await tx.get("items", early.uuid)).not.toBeNull();
-      inserted();
-      await held;
-    });
-    await took;
+    const { early, commit } = await heldInsert(b);
     // A commits a row with a higher id; B hears of it, and caches a page that holds it.
     const before = b.version();
     const late = row("same", 2000);
@@ -88,8 +99,7 @@ for (const sort of ["year|desc", "_created|desc", "title|text|asc,year|desc"]) {
     await until(() => b.version() !== before, "B to hear of A's commit");
     const seen = await titles(b, sort);
     expect(seen).toEqual(await titles(fresh, sort));
-    release();
-    await writing;
+    await commit();
     const want = (await fresh.page("items", compileList(fresh.dialect, items, parseListParams({ sort, limit: "5" })))).map((r) => r.uuid);
     const got = (await b.page("items", compileList(b.dialect, items, parseListParams({ sort, limit: "5" })))).map((r) => r.uuid);
     expect(got).toEqual(want);
@@ -108,26 +118,14 @@ for (const sort of ["year|desc", "_created|desc"]) {
     for (let v = -1; v !== b.version(); await Bun.sleep(60)) v = b.version();
     expect(await titles(b, sort)).toEqual(await titles(fresh, sort));
     // A takes its row's id and waits; B commits a row with a higher id, revised into its pages.
-    let release = () => {};
-    const held = new Promise<void>((r) => (release = r));
-    let inserted = () => {};
-    const took = new Promise<void>((r) => (inserted = r));
-    const early = row("same", 2000);
-    const writing = a.transaction(async (tx) => {
-      await tx.insert("items", early);
-      expect(await tx.get("items", early.uuid)).not.toBeNull();
-      inserted();
-      await held;
-    });
-    await took;
+    const { early, commit } = await heldInsert(a);
     const late = row("same", 2000);
     await b.transaction(async (tx) => tx.insert("items", late));
     const page = () => compileList(b.dialect, items, parseListParams({ sort, limit: "5" }));
     expect((await b.page("items", page())).map((r) => r.uuid)).toEqual((await fresh.page("items", page())).map((r) => r.uuid));
     // A commits; B hears of it with its row, whose id is below the one B revised in.
     const before = b.version();
-    release();
-    await writing;
+    await commit();
     await until(() => b.version() > before, "B to hear of A's commit");
     const want = (await fresh.page("items", page())).map((r) => r.uuid);
     expect((await b.page("items", page())).map((r) => r.uuid)).toEqual(want);
@@ -181,25 +179,13 @@ test("another instance's rows are not placed as the newest in a page that saw a 
   open.push(c);
   await a.transaction(async (tx) => { for (let i = 0; i < 8; i++) await tx.insert("items", row("same", 2000)); });
   // A takes an id and waits; C commits a row with a higher id; B starts (it heard of neither) and reads the page.
-  let release = () => {};
-  const held = new Promise<void>((r) => (release = r));
-  let inserted = () => {};
-  const took = new Promise<void>((r) => (inserted = r));
-  const early = row("same", 2000);
-  const writing = a.transaction(async (tx) => {
-    await tx.insert("items", early);
-    expect(await tx.get("items", early.uuid)).not.toBeNull();
-    inserted();
-    await held;
-  });
-  await took;
+  const { early, commit } = await heldInsert(a);
   await c.transaction(async (tx) => tx.insert("items", row("same", 2000)));
   const b = await PgStore.open(a.url);
   open.unshift(b);
   expect(await uuids(b, "year|desc")).toEqual(await uuids(fresh, "year|desc"));
   const before = b.version();
-  release();
-  await writing;
+  await commit();
   await until(() => b.version() > before, "B to hear of A's commit");
   expect(await uuids(b, "year|desc")).toEqual(await uuids(fresh, "year|desc"));
 });
