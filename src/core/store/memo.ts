@@ -16,6 +16,8 @@ export const rowBytes = (r: StoredRecord): number => r.data.length * 2 + ROW_OVE
 const MAX_TEXT_KEY = 512;
 /** Estimated bytes of a tag's objects (tag, filter, order, group and index entries), measured in the heap. */
 const TAG_OVERHEAD = 480;
+/** A stamp's estimated bytes: a parsed snapshot (its running transactions are few) and a row id. */
+const STAMP_OVERHEAD = 256;
 
 export class BoundedMemo {
   private readonly entries = new Map<string, { value: unknown; bytes: number; used: boolean }>();
@@ -328,11 +330,11 @@ export class CommitMemo {
         let tag = tagOf?.(v);
         // Ahead of the answers kept (it saw a commit not revised yet): kept until the resource is written.
         if (verdict === "loose" && tag && tag.kind !== "any") tag = { kind: "any", resource: tag.resource };
-        // A tag holds its filter's text and its bookkeeping: they count towards the budget too.
-        this.memo.set(key, v, bytes + (tag ? TAG_OVERHEAD + (tag.kind !== "any" ? tag.filter.bytes : 0) : 0));
+        const stamped = stamp?.();
+        // A tag holds its filter's text and its bookkeeping, a stamp its snapshot: they count towards the budget too.
+        this.memo.set(key, v, bytes + (tag ? TAG_OVERHEAD + (tag.kind !== "any" ? tag.filter.bytes : 0) : 0) + (stamped !== undefined ? STAMP_OVERHEAD : 0));
         if (this.memo.has(key)) {
           this.tag(key, tag);
-          const stamped = stamp?.();
           if (stamped !== undefined) this.stamps.set(key, stamped);
         }
       }
