@@ -142,5 +142,8 @@ test("notices carry commits with their rows in payloads within the bound; a comm
   // A commit that is not told in detail (no rows known), and a payload of another version.
   expect(noticePayloads("inst", [null, null], 2000)).toEqual(["inst"]);
   expect(parseNotice("inst|not json")).toEqual({ from: "inst", commits: null });
+  for (const odd of ['{"a":1}', "[[1,1,{\"items\":[[1]]}]]", '[[1,1,{"items":[]}]]', '[[1.5,1,{}]]', '[[1,1,[]]]', "[null]"]) {
+    expect(parseNotice(`inst|${odd}`)).toEqual({ from: "inst", commits: null });
+  }
   expect(parseNotice("schema:inst")).toEqual({ from: "schema:inst", commits: null });
 });

@@ -82,6 +82,7 @@ export function parseNotice(payload: string): { from: string; commits: ToldCommi
   const from = payload.slice(0, bar);
   try {
     const list = JSON.parse(payload.slice(bar + 1)) as [number, number, Record<string, WireRow[] | null>][];
+    if (!Array.isArray(list) || !list.every(wellFormed)) return { from, commits: null };
     return {
       from,
       commits: list.map(([xid, marks, writes]) => ({
@@ -106,6 +107,17 @@ export function busMessage(payload: string): { from: string; message: string } |
   const bar = payload.indexOf("|");
   if (space < 0 || (bar >= 0 && bar < space)) return null;
   return { from: payload.slice(0, space), message: payload.slice(space + 1) };
+}
+
+const isWireRow = (r: unknown): boolean => Array.isArray(r) && r.length === 7 && Number.isSafeInteger(r[0]) && typeof r[1] === "string" && typeof r[2] === "string"
+  && typeof r[3] === "number" && typeof r[4] === "number" && (r[5] === null || typeof r[5] === "string") && (r[6] === null || typeof r[6] === "string");
+
+/** A listed commit as this version writes it; anything else makes the notice say only that something committed. */
+function wellFormed(c: unknown): boolean {
+  if (!Array.isArray(c) || c.length !== 3 || !Number.isSafeInteger(c[0]) || !Number.isSafeInteger(c[1])) return false;
+  const writes = c[2] as unknown;
+  if (!writes || typeof writes !== "object" || Array.isArray(writes)) return false;
+  return Object.values(writes).every((rows) => rows === null || (Array.isArray(rows) && rows.length > 0 && rows.every(isWireRow)));
 }
 
 export class Announcer {
