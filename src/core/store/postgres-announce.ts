@@ -21,14 +21,14 @@
 import type { SQL } from "bun";
 import type { AddedRow } from "./postgres-revise";
 
+/** Payloads sent in one statement at most. */
+const NOTICES_PER_STATEMENT = 50;
+
 /**
  * A commit of records as a notice tells it: its transaction id, how many resources it marked, and
  * per resource the rows it added, or null where it wrote anything else. Another instance revises
  * its kept answers with the rows instead of dropping them all (OwnCommits.foreign).
  */
-/** Payloads sent in one statement at most. */
-const NOTICES_PER_STATEMENT = 50;
-
 export type ToldCommit = { xid: number; marks: number; writes: Record<string, AddedRow[] | null> };
 
 type WireRow = [number, string, string, number, number, string | null, string | null];

@@ -35,22 +35,25 @@ export function parseSnapshot(text: string): Snapshot {
  */
 export type ReadStamp = { snapshot: Snapshot; top?: number };
 
+/** Applies a commit's writes to the memo (CommitMemo.committed with the right reviser). */
+type Reviser = (writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>, xid: number) => void;
+
 export const stampOf = (snapshot: string | null, top?: number | null): ReadStamp | undefined =>
   snapshot === null ? undefined : { snapshot: parseSnapshot(snapshot), ...(top === undefined ? {} : { top: top ?? 0 }) };
 
 /**
- * Whether an answer stamped `stamp` takes the rows of commit `xid` whose lowest new id is `low`
- * (above every id revised in so far, OwnCommits.highest): it did not see that commit, and (a page)
- * every row it saw has a lower id, so the new rows sort as the newest. Ids are taken at INSERT, not
+ * Whether an answer stamped `stamp` takes the rows of commit `xid`, all above row id `newAbove`
+ * (and above every id revised in so far, OwnCommits.highest): it did not see that commit, and (a
+ * page) every row it saw has an id no higher than `newAbove`, so the new rows sort as the newest. Ids are taken at INSERT, not
  * at COMMIT: a page may hold a row of a later transaction, of this instance or another, whose
  * commit was heard of (or ended) before the page was read. Any other answer goes. This instance's
  * own commits are never seen by an answer kept as it is (CommitMemo's settle), and an answer
  * without a stamp (an empty page) holds no row to be out of order with.
  */
-export function takesRows(stamp: unknown, xid: number, low: number, own = false): boolean {
+export function takesRows(stamp: unknown, xid: number, newAbove: number, own = false): boolean {
   if (!stamp || typeof stamp !== "object") return own;
   const { snapshot, top } = stamp as ReadStamp;
-  return (own || !ended(snapshot, xid)) && (top === undefined || low > top);
+  return (own || !ended(snapshot, xid)) && (top === undefined || top <= newAbove);
 }
 
 /** The transaction had ended when the snapshot was taken (committed, for a transaction known to have). */
@@ -126,10 +129,10 @@ export class OwnCommits {
    */
   constructor(
     private readonly memo: CommitMemo,
-    private readonly revise: (writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>, xid: number) => void,
+    private readonly revise: Reviser,
     private readonly patienceMs: number,
     private readonly late: () => void,
-    private readonly reviseForeign: (writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>, xid: number) => void = () => {},
+    private readonly reviseForeign: Reviser = () => {},
   ) {}
 
   /** Transaction `xid` is about to send its COMMIT with a mark for each resource it wrote. */
@@ -165,21 +168,37 @@ export class OwnCommits {
    * resource whose new rows are not all above the ids revised so far has its answers dropped.
    */
   foreign(xid: number, added: Map<string, AddedRow[]>): void {
+    this.apply(this.reviseForeign, this.placed(added.keys(), added, true), added, xid, "another instance's commit");
+  }
+
+  /**
+   * What a commit wrote to each of `resources`, as the memo is to take it: the rows it added when
+   * `ok` and all of them lie above the ids revised in so far (`newAbove`: just below the lowest),
+   * else "rewritten". The highest id revised in moves up either way.
+   */
+  private placed(resources: Iterable<string>, added: Map<string, AddedRow[]>, ok: boolean): Map<string, ResourceWrite> {
     const writes = new Map<string, ResourceWrite>();
-    for (const [r, rows] of added) {
+    for (const r of resources) {
+      const rows = added.get(r);
       let low = Infinity;
       let high = -Infinity;
-      for (const row of rows) {
+      for (const row of rows ?? []) {
         low = Math.min(low, row.id);
         high = Math.max(high, row.id);
       }
-      writes.set(r, low > (this.highest.get(r) ?? -Infinity) ? { newAbove: -1 } : "rewritten");
-      this.highest.set(r, Math.max(high, this.highest.get(r) ?? -Infinity));
+      const placeable = ok && rows !== undefined && low > (this.highest.get(r) ?? -Infinity);
+      if (rows) this.highest.set(r, Math.max(high, this.highest.get(r) ?? -Infinity));
+      writes.set(r, placeable ? { newAbove: low - 1 } : "rewritten");
     }
+    return writes;
+  }
+
+  /** Revises one commit in, and logs it for the answers read meanwhile (settle). The commit is done whatever happens here. */
+  private apply(revise: Reviser, writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>, xid: number, what: string): void {
     try {
-      this.reviseForeign(writes, added, xid);
+      revise(writes, added, xid);
     } catch (err) {
-      console.error("revising the cached answers after another instance's commit failed (they are all dropped):", err);
+      console.error(`revising the cached answers after ${what} failed (they are all dropped):`, err);
       this.memo.dropAll();
     } finally {
       this.log.push({ epoch: this.memo.commits, xid });
@@ -215,30 +234,10 @@ export class OwnCommits {
   private drain(): void {
     while (this.queue.length && this.queue[0].state !== "sent") {
       const e = this.queue.shift()!;
-      const writes = new Map<string, ResourceWrite>();
-      for (const r of e.writes.resources()) {
-        const rows = e.writes.added.get(r);
-        let low = Infinity;
-        let high = -Infinity;
-        for (const row of rows ?? []) {
-          low = Math.min(low, row.id);
-          high = Math.max(high, row.id);
-        }
-        const placeable = e.state === "ok" && rows !== undefined && low > (this.highest.get(r) ?? -Infinity);
-        if (rows) this.highest.set(r, Math.max(high, this.highest.get(r) ?? -Infinity));
-        writes.set(r, placeable ? { newAbove: -1 } : "rewritten");
-      }
-      try {
-        this.revise(writes, e.state === "ok" ? e.writes.added : new Map(), e.xid);
-      } catch (err) {
-        // The commit is done whatever happens here: its writer must not hear of a failure.
-        console.error("revising the cached answers after a commit failed (they are all dropped):", err);
-        this.memo.dropAll();
-      } finally {
-        this.log.push({ epoch: this.memo.commits, xid: e.xid });
-        if (this.log.length > LOG) this.log.shift();
-        e.revised.resolve();
-      }
+      const ok = e.state === "ok";
+      // Its writer must not hear of a failure here: apply() drops the answers instead.
+      this.apply(this.revise, this.placed(e.writes.resources(), e.writes.added, ok), ok ? e.writes.added : new Map(), e.xid, "a commit");
+      e.revised.resolve();
     }
   }
 

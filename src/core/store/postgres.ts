@@ -112,7 +112,9 @@ export class PgStore implements Store {
     const cacheBytes = opts.cacheMaxBytes ?? DEFAULT_CACHE_BYTES;
     this.memo = new CommitMemo(memoShare(cacheBytes), () => this.foreign);
     this.gramLists = new GramLists(listShare(cacheBytes), () => this.foreign);
-    const revise = (writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>, xid: number, revisable?: (stamp: unknown, resource: string) => boolean) => {
+    // New rows take their place only in answers that did not see their commit and (pages) hold
+    // no row with a higher id (their stamp, see takesRows).
+    const revise = (own: boolean) => (writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>, xid: number) => {
       try {
         this.gramIndex.committed(writes, added, xid);
       } catch (e) {
@@ -120,18 +122,10 @@ export class PgStore implements Store {
         this.gramLists.dropAll();
         throw e;
       }
-      this.memo.committed(writes, (resource, _above, groups, valueOf) => reviseAdded(this.judge, added.get(resource) ?? [], groups, valueOf), revisable);
+      this.memo.committed(writes, (resource, _above, groups, valueOf) => reviseAdded(this.judge, added.get(resource) ?? [], groups, valueOf),
+        (stamp, newAbove) => takesRows(stamp, xid, newAbove, own));
     };
-    // New rows take their place only in answers that did not see their commit and (pages) hold
-    // no row with a higher id (their stamp, see takesRows).
-    const lowest = (added: Map<string, AddedRow[]>) => new Map([...added].map(([r, rows]) => [r, rows.reduce((m, row) => Math.min(m, row.id), Infinity)]));
-    this.own = new OwnCommits(this.memo, (writes, added, xid) => {
-      const low = lowest(added);
-      revise(writes, added, xid, (stamp, resource) => takesRows(stamp, xid, low.get(resource) ?? -Infinity, true));
-    }, this.queryBudgetMs + COMMIT_PATIENCE_MS, () => this.othersCommitted(), (writes, added, xid) => {
-      const low = lowest(added);
-      revise(writes, added, xid, (stamp, resource) => takesRows(stamp, xid, low.get(resource) ?? -Infinity));
-    });
+    this.own = new OwnCommits(this.memo, revise(true), this.queryBudgetMs + COMMIT_PATIENCE_MS, () => this.othersCommitted(), revise(false));
     this.gramIndex = new PgGramIndex(this.gramLists, (resource) => this.searchTexts(resource), (resource) => this.dialect.plainSearch.get(resource) ?? null,
       listShare(cacheBytes), () => this.asciiFolds && this.schemaChanging === 0);
     this.txs = new PgTransactions(this.writeSql, this.dialect, this.queryBudgetMs, `BEGIN${this.budget}`, (commit) => {
@@ -654,4 +648,3 @@ export class PgStore implements Store {
     }, true);
   }
 }
-
