@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SqliteStore } from "../src/core/store/sqlite";
 import { PgStore } from "../src/core/store/postgres";
-import { psql } from "./helpers/psql";
+import { databasesOn } from "./helpers/psql";
 import { MAX_SQL_ORDERS } from "../src/core/store/sqlite-revise";
 import { compileList } from "../src/core/query/compile";
 import { parseListParams } from "../src/core/query/parse";
@@ -27,9 +27,9 @@ afterEach(async () => {
   for (const s of open.splice(0)) await s.close();
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
-const databases: string[] = [];
+const databases = databasesOn(PG);
 afterAll(() => {
-  for (const name of databases) psql(PG, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  databases.dropAll();
 });
 
 // A fixed seed: a failure names the round, and the same round fails again.
@@ -77,14 +77,10 @@ type AnyStore = SqliteStore | PgStore;
 /** A PostgreSQL store of `def` in a database of its own, and `fresh`, a store without cache on it. */
 async function openPg(): Promise<{ store: PgStore; fresh: PgStore }> {
   if (!PG) throw new Error("test/store-memo-revise.test.ts needs a PostgreSQL server: set RESD_TEST_POSTGRES_URL (bash scripts/postgres.sh start)");
-  const name = `resd_rev_${crypto.randomUUID().replace(/-/g, "").slice(0, 12)}`;
-  psql(PG, `CREATE DATABASE ${name}`);
-  databases.push(name);
-  const url = new URL(PG);
-  url.pathname = `/${name}`;
-  const store = await PgStore.open(url.toString());
+  const url = databases.create("resd_rev");
+  const store = await PgStore.open(url);
   await store.syncSchema([def]);
-  const fresh = await PgStore.open(url.toString(), { cacheMaxBytes: 0 });
+  const fresh = await PgStore.open(url, { cacheMaxBytes: 0 });
   open.push(fresh, store);
   return { store, fresh };
 }

@@ -13,16 +13,16 @@ import { compileList } from "../src/core/query/compile";
 import { parseListParams } from "../src/core/query/parse";
 import { buildDefinition } from "../src/core/definitions/load";
 import type { StoredRecord } from "../src/core/store/types";
-import { psql } from "./helpers/psql";
+import { databasesOn } from "./helpers/psql";
 
 const PG = process.env.RESD_TEST_POSTGRES_URL || process.env.RESD_TEST_DATABASE_URL || "";
 const open: PgStore[] = [];
-const databases: string[] = [];
+const databases = databasesOn(PG);
 afterEach(async () => {
   for (const s of open.splice(0)) await s.close();
 });
 afterAll(() => {
-  for (const name of databases) psql(PG, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  databases.dropAll();
 });
 
 const items = buildDefinition("items", {
@@ -35,16 +35,12 @@ const row = (title: string, year: number): StoredRecord =>
 /** Two instances (`a`, `b`) and a store that keeps nothing, on a database of their own. */
 async function instances(): Promise<{ a: PgStore; b: PgStore; fresh: PgStore }> {
   if (!PG) throw new Error("test/store-postgres-instances-order.test.ts needs a PostgreSQL server: set RESD_TEST_POSTGRES_URL (bash scripts/postgres.sh start)");
-  const name = `resd_inst_${crypto.randomUUID().replace(/-/g, "").slice(0, 12)}`;
-  psql(PG, `CREATE DATABASE ${name}`);
-  databases.push(name);
-  const url = new URL(PG);
-  url.pathname = `/${name}`;
-  const a = await PgStore.open(url.toString());
+  const url = databases.create("resd_inst");
+  const a = await PgStore.open(url);
   await a.syncSchema([items]);
-  const b = await PgStore.open(url.toString());
+  const b = await PgStore.open(url);
   await b.syncSchema([items]);
-  const fresh = await PgStore.open(url.toString(), { cacheMaxBytes: 0 });
+  const fresh = await PgStore.open(url, { cacheMaxBytes: 0 });
   await fresh.syncSchema([items]);
   open.push(fresh, b, a);
   return { a, b, fresh };

@@ -14,16 +14,16 @@ import { compileList } from "../src/core/query/compile";
 import { parseListParams } from "../src/core/query/parse";
 import { buildDefinition } from "../src/core/definitions/load";
 import type { StoredRecord } from "../src/core/store/types";
-import { psql } from "./helpers/psql";
+import { databasesOn, psql } from "./helpers/psql";
 
 const PG = process.env.RESD_TEST_POSTGRES_URL || process.env.RESD_TEST_DATABASE_URL || "";
 const open: PgStore[] = [];
 afterEach(async () => {
   for (const s of open.splice(0)) await s.close();
 });
-const databases: string[] = [];
+const databases = databasesOn(PG);
 afterAll(() => {
-  for (const name of databases) psql(PG, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  databases.dropAll();
 });
 
 const items = buildDefinition("items", { fields: { title: { type: "text" }, year: { type: "number" } } } as never, null);
@@ -37,17 +37,13 @@ const row = (data: Record<string, unknown>): StoredRecord =>
 /** A database of its own with `items` and `notes`; `fresh` is a store on it that keeps nothing (no lists either). */
 async function openPg(): Promise<{ store: PgStore; fresh: PgStore; url: string }> {
   if (!PG) throw new Error("test/store-postgres-search-lists.test.ts needs a PostgreSQL server: set RESD_TEST_POSTGRES_URL (bash scripts/postgres.sh start)");
-  const name = `resd_gram_${crypto.randomUUID().replace(/-/g, "").slice(0, 12)}`;
-  psql(PG, `CREATE DATABASE ${name}`);
-  databases.push(name);
-  const url = new URL(PG);
-  url.pathname = `/${name}`;
-  const store = await PgStore.open(url.toString());
+  const url = databases.create("resd_gram");
+  const store = await PgStore.open(url);
   await store.syncSchema([items, notes]);
-  const fresh = await PgStore.open(url.toString(), { cacheMaxBytes: 0 });
+  const fresh = await PgStore.open(url, { cacheMaxBytes: 0 });
   await fresh.syncSchema([items, notes]);
   open.push(fresh, store);
-  return { store, fresh, url: url.toString() };
+  return { store, fresh, url: url };
 }
 
 const query = (store: PgStore, resource: "items" | "notes", search: string, limit = "50") =>
