@@ -54,7 +54,7 @@ describe("GramLists", () => {
     expect(g.get("a", "abc")).toBeUndefined();
   });
 
-  test("creates append their ids to the lists of the trigrams they hold (ASCII case folded); updates and deletes drop the resource", () => {
+  test("creates add their ids to the lists of the trigrams they hold (ASCII case folded); updates and deletes drop the resource", () => {
     const g = new GramLists(1 << 20, () => 1);
     for (const gram of ["abc", "xyz", "é b"]) g.put("r", gram, [3, 5], g.generation("r"));
     g.committed("r", 5, (above) => {
@@ -66,6 +66,25 @@ describe("GramLists", () => {
     expect(ids(g.get("r", "é b"))).toEqual([3, 5]);
     g.committed("r", null, () => []);
     expect(g.get("r", "abc")).toBeUndefined();
+  });
+
+  test("ids below ones already listed (commits that ended out of id order) go in their place, once; the lists stay sorted", () => {
+    const g = new GramLists(1 << 20, () => 1);
+    g.put("r", "abc", [10, 20, 30], g.generation("r"));
+    g.committed("r", 4, () => [{ id: 5, text: "abc" }, { id: 25, text: "abc" }, { id: 40, text: "abc" }]);
+    expect(ids(g.get("r", "abc"))).toEqual([5, 10, 20, 25, 30, 40]);
+    // The same id again (told twice) is not listed twice.
+    g.committed("r", 19, () => [{ id: 20, text: "abc" }, { id: 22, text: "abc" }]);
+    expect(ids(g.get("r", "abc"))).toEqual([5, 10, 20, 22, 25, 30, 40]);
+    // Many ids into one list, in random order: sorted, and equal to a plain sort.
+    const rand = rng(11);
+    const want = new Set([5, 10, 20, 22, 25, 30, 40]);
+    for (let round = 0; round < 200; round++) {
+      const id = 1 + Math.floor(rand() * 5000);
+      want.add(id);
+      g.committed("r", id - 1, () => [{ id, text: "abc" }]);
+    }
+    expect(ids(g.get("r", "abc"))).toEqual([...want].sort((x, y) => x - y));
   });
 
   test("a create of more rows than it reads drops the lists instead", () => {

@@ -2,8 +2,8 @@
  * The order in which a PostgreSQL instance revises its cached answers after its own commits
  * (src/core/store/postgres-own.ts), on its own: commits revised in the order they were sent, a
  * COMMIT that never answers not holding the others past its patience, and rows whose ids are
- * lower than ones already revised (a transaction that ran beside later ones) dropping their
- * resource's answers rather than being placed as the newest.
+ * lower than ones already revised (a transaction that ran beside later ones) revised in all the
+ * same (kept pages carry ids to place them by: store-postgres-instances-order).
  */
 import { expect, test } from "bun:test";
 import { CommitMemo, type ResourceWrite } from "../src/core/store/memo";
@@ -22,12 +22,15 @@ const creates = (resource: string, ...ids: number[]) => {
 function own(patienceMs = 60_000) {
   const memo = new CommitMemo(1 << 20, () => 0);
   const revisions: Record<string, string>[] = [];
+  /** Each added write's `newAbove`, in order. */
+  const above: number[] = [];
   const late = { n: 0 };
   const o = new OwnCommits(memo, (writes: Map<string, ResourceWrite>) => {
     revisions.push(Object.fromEntries([...writes].map(([r, w]) => [r, w === "rewritten" ? "rewritten" : "added"])));
+    for (const w of writes.values()) if (w !== "rewritten") above.push(w.newAbove);
     memo.committed(writes, () => new Map());
   }, patienceMs, () => late.n++);
-  return { o, revisions, memo, late };
+  return { o, revisions, memo, late, above };
 }
 
 test("a commit acknowledged before one sent ahead of it waits for it, then both are revised in the order sent", async () => {
@@ -63,8 +66,8 @@ test("a COMMIT that never answers holds the commits sent after it only until its
   expect(revisions).toEqual([{ a: "rewritten" }, { b: "added" }]);
 });
 
-test("rows with lower ids than rows already revised are not placed as the newest: the resource's answers go", async () => {
-  const { o, revisions } = own();
+test("rows with lower ids than rows already revised are revised in, each commit's lowest id told", async () => {
+  const { o, revisions, above } = own();
   // T1 took id 5, T2 id 6; T2 commits first.
   const t1 = o.sending(30, creates("a", 5));
   await Promise.all([o.committed(o.sending(31, creates("a", 6))), o.committed(t1)]);
@@ -72,7 +75,8 @@ test("rows with lower ids than rows already revised are not placed as the newest
   const late = o.sending(33, creates("a", 4));
   await o.committed(t3);
   await o.committed(late);
-  expect(revisions).toEqual([{ a: "added" }, { a: "added" }, { a: "added" }, { a: "rewritten" }]);
+  expect(revisions).toEqual([{ a: "added" }, { a: "added" }, { a: "added" }, { a: "added" }]);
+  expect(above).toEqual([4, 5, 6, 3]);
 });
 
 test("an import's rows are not kept one by one past what a revision would look at", () => {

@@ -110,8 +110,9 @@ export class GramLists {
 
   /**
    * After a commit of this process: a resource that only gained rows (ids above `newAbove`) has them
-   * appended to the lists of the trigrams their search text holds (`newRows` reads that text, oldest
-   * first); any other write drops the resource's lists.
+   * added to the lists of the trigrams their search text holds (`newRows` reads that text); any
+   * other write drops the resource's lists. A new id usually goes at a list's end; one below ids
+   * already listed (on PostgreSQL, commits end out of id order) is put in its place.
    */
   committed(resource: string, newAbove: number | null, newRows: (above: number, limit: number) => { id: number; text: string }[]): void {
     this.changedAt.set(resource, ++this.clock);
@@ -126,14 +127,17 @@ export class GramLists {
       for (const gram of asciiTrigrams(row.text)) {
         if (!kept.has(gram)) continue;
         const list = this.lists.get(`${resource}\u0000${gram}`)!;
-        if (list.length > 0 && list.ids[list.length - 1]! >= row.id) continue;
+        const at = placeOf(list, row.id);
+        if (at < list.length && list.ids[at] === row.id) continue;
         if (list.length === list.ids.length) {
           const grown = new Int32Array(Math.max(8, list.ids.length * 2));
           grown.set(list.ids);
           this.bytes += (grown.length - list.ids.length) * 4;
           list.ids = grown;
         }
-        list.ids[list.length++] = row.id;
+        if (at < list.length) list.ids.copyWithin(at + 1, at, list.length);
+        list.ids[at] = row.id;
+        list.length++;
       }
     }
     this.evict();
@@ -179,6 +183,19 @@ export class GramLists {
     const sep = key.indexOf("\u0000");
     this.grams.get(key.slice(0, sep))?.delete(key.slice(sep + 1));
   }
+}
+
+/** Where `id` goes in a sorted list: the number of its ids below `id` (the end, most often, is tried first). */
+function placeOf(list: List, id: number): number {
+  if (list.length === 0 || list.ids[list.length - 1]! < id) return list.length;
+  let lo = 0;
+  let hi = list.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (list.ids[mid]! < id) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** Ids held by every list (each sorted ascending), ascending. */

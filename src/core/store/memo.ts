@@ -349,7 +349,7 @@ export class CommitMemo {
    * `revise` judges the pages and totals of each resource that only gained rows. Runs right after
    * the commit, before any writer hears of it, so nobody reads an answer from before their own write.
    */
-  committed(writes: Map<string, ResourceWrite>, revise: Reviser, revisable?: (stamp: unknown, newAbove: number) => boolean): void {
+  committed(writes: Map<string, ResourceWrite>, revise: Reviser, revisable?: (stamp: unknown) => boolean): void {
     this.epoch++;
     this.inflight.clear();
     for (const key of [...this.untagged]) this.memo.delete(key);
@@ -363,7 +363,7 @@ export class CommitMemo {
       }
       // Only answers whose stamp says they can take the new rows are revised; the others go.
       if (revisable) {
-        for (const g of [...groups.values()]) for (const key of [...keysOf(g)]) if (!revisable(this.stamps.get(key), w.newAbove)) this.memo.delete(key);
+        for (const g of [...groups.values()]) for (const key of [...keysOf(g)]) if (!revisable(this.stamps.get(key))) this.memo.delete(key);
         if (!groups.size) continue;
       }
       const verdicts = revise(resource, w.newAbove, [...groups.values()], (key) => this.memo.peek(key));

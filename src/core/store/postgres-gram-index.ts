@@ -14,14 +14,15 @@
  *
  * A list only has to be a superset of the records whose text holds its trigram, since the row-level
  * condition (`ILIKE` of the whole term) decides every candidate:
- * - a create of this instance appends its rows (their text is written out in JavaScript where the
- *   search fields are plain strings; otherwise the resource's lists go);
- * - any other write of this instance drops the resource's lists, a commit of another instance drops
- *   them all (GramLists' version), and they are built again when searches ask, at most every
- *   REBUILD_MS (longer after a build that was of no use);
- * - creates of this instance revised while a build reads are added to what it read unless its
- *   snapshot saw them; any other write of the resource meanwhile, and any commit of another
- *   instance, leaves the build unkept.
+ * - a create, of this instance or of another told with its rows, adds its rows, each in its place
+ *   by id (commits end out of id order); their text is written out in JavaScript where the search
+ *   fields are plain strings, otherwise the resource's lists go;
+ * - any other write drops the resource's lists, a commit of another instance told of without its
+ *   rows drops them all (GramLists' version), and they are built again when searches ask, at most
+ *   every REBUILD_MS (longer after a build that was of no use);
+ * - creates revised while a build reads are added to what it read unless its snapshot saw them;
+ *   any other write of the resource meanwhile, and any commit told of without its rows, leaves the
+ *   build unkept.
  *
  * Text is folded one character at a time to the lower case of its first letter (`K` KELVIN SIGN
  * to `k`, `İ` to `i`), as PostgreSQL's ILIKE folds with libc. Other databases use the index only
@@ -91,13 +92,6 @@ export class PgGramIndex {
   private meanwhile: { xid: number; rows: { id: number; text: string }[] | null }[] = [];
   /** Per resource: not before this time, and the wait to the next try. */
   private readonly next = new Map<string, { at: number; wait: number }>();
-  /**
-   * Per resource, the highest row id its lists hold. Ids are taken at INSERT, not at COMMIT: a
-   * create of this instance can commit with an id below rows a build already saw (another
-   * instance's, or this one's written without rows to revise: an import). An append there would
-   * not be in order, so the lists go instead.
-   */
-  private readonly top = new Map<string, number>();
 
   /**
    * `read`: the ids and search texts of a resource in id order, in one snapshot; `plainFields`: the
@@ -133,7 +127,7 @@ export class PgGramIndex {
     return ids.length <= FEW_CANDIDATES ? ids : null;
   }
 
-  /** After commit `xid` of this instance, revised in order (OwnCommits): creates are appended, anything else drops. */
+  /** After commit `xid` of this instance, revised in order (OwnCommits): creates are added to the lists, anything else drops them. */
   committed(writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>, xid: number): void {
     for (const [resource, w] of writes) {
       const above = w === "rewritten" ? null : w.newAbove;
@@ -142,12 +136,7 @@ export class PgGramIndex {
       // Texts are written out once, and only for a resource with lists to append to or being built.
       const texts = above !== null && (building || held) ? this.texts(resource, added.get(resource) ?? []) : null;
       if (building) this.meanwhile.push({ xid, rows: texts });
-      let rows = held ? texts : null;
-      if (rows?.length) {
-        const top = this.top.get(resource) ?? 0;
-        if (rows[0]!.id <= top) rows = null;
-        else this.top.set(resource, rows[rows.length - 1]!.id);
-      }
+      const rows = held ? texts : null;
       this.lists.committed(resource, rows ? above : null, () => rows ?? []);
     }
   }
@@ -255,7 +244,7 @@ export class PgGramIndex {
       add(row.id, foldForSearch(row.t));
       if (held > this.budgetBytes) return "none";
     }
-    // Creates of this instance revised while the pass ran found no lists to be appended to: those
+    // Creates revised while the pass ran found no lists to be added to: those
     // its snapshot did not see are added now, in id order (the lists stay sorted). Any other write
     // of the resource meanwhile leaves the pass unkept.
     const seen = snapshot === null ? null : parseSnapshot(snapshot);
@@ -264,19 +253,17 @@ export class PgGramIndex {
       if (c.rows === null) return "none";
       if (seen === null || !ended(seen, c.xid)) missed.push(...c.rows);
     }
-    if (missed.length) {
-      missed.sort((a, b) => a.id - b.id);
-      // Rows below what the pass read would go into the middle of the lists: rare (a transaction
-      // that held its ids across the pass's start), and the pass is not kept.
-      if (missed[0]!.id <= last || missed[missed.length - 1]!.id > 0x7fffffff) return "none";
-      for (const r of missed) add(r.id, r.text);
-      last = missed[missed.length - 1]!.id;
-      if (held > this.budgetBytes) return "none";
-    }
+    missed.sort((a, b) => a.id - b.id);
+    if (missed.length && missed[missed.length - 1]!.id > 0x7fffffff) return "none";
+    // Rows above what the pass read are added in order; those below (a transaction that held its
+    // ids across the pass's start) go into their places once the lists are kept.
+    const below = missed.filter((r) => r.id <= last);
+    for (const r of missed) if (r.id > last) add(r.id, r.text);
+    if (held > this.budgetBytes) return "none";
     for (const [code, list] of grams) {
       if (list && !this.lists.putSettled(resource, String.fromCharCode(code >> 14, (code >> 7) & 0x7f, code & 0x7f), list.ids.subarray(0, list.n), all)) return "none";
     }
-    this.top.set(resource, last);
+    if (below.length) this.lists.committed(resource, below[0]!.id - 1, () => below);
     return snapshot === null ? "empty" : "kept";
   }
 }

@@ -29,31 +29,25 @@ export function parseSnapshot(text: string): Snapshot {
   return { xmin: Number(xmin), xmax: Number(xmax), xip: new Set(xip ? xip.split(",").map(Number) : []) };
 }
 
-/**
- * What a kept answer was read in (its stamp in CommitMemo): the statement's snapshot, and for a
- * page the highest row id of its resource that snapshot saw (a total does not depend on order).
- */
-export type ReadStamp = { snapshot: Snapshot; top?: number };
+/** What a kept answer was read in (its stamp in CommitMemo): the statement's snapshot. */
+export type ReadStamp = { snapshot: Snapshot };
 
 /** Applies a commit's writes to the memo (CommitMemo.committed with the right reviser). */
 type Reviser = (writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>, xid: number) => void;
 
-export const stampOf = (snapshot: string | null, top?: number | null): ReadStamp | undefined =>
-  snapshot === null ? undefined : { snapshot: parseSnapshot(snapshot), ...(top === undefined ? {} : { top: top ?? 0 }) };
+export const stampOf = (snapshot: string | null): ReadStamp | undefined => (snapshot === null ? undefined : { snapshot: parseSnapshot(snapshot) });
 
 /**
- * Whether an answer stamped `stamp` takes the rows of commit `xid`, all above row id `newAbove`
- * (and above every id revised in so far, OwnCommits.highest): it did not see that commit, and (a
- * page) every row it saw has an id no higher than `newAbove`, so the new rows sort as the newest. Ids are taken at INSERT, not
- * at COMMIT: a page may hold a row of a later transaction, of this instance or another, whose
- * commit was heard of (or ended) before the page was read. Any other answer goes. This instance's
- * own commits are never seen by an answer kept as it is (CommitMemo's settle), and an answer
- * without a stamp (an empty page) holds no row to be out of order with.
+ * Whether an answer stamped `stamp` takes the rows of commit `xid`: it did not see that commit.
+ * Where the rows go among the answer's rows is the reviser's to say, by their keys and then their
+ * ids, which kept pages carry: ids are taken at INSERT, not at COMMIT, so a page may hold a row of
+ * a later transaction (of this instance or another) whose commit ended first. This instance's own
+ * commits are never seen by an answer kept as it is (CommitMemo's settle), and an answer without a
+ * stamp (an empty page) has nothing to tell.
  */
-export function takesRows(stamp: unknown, xid: number, newAbove: number, own = false): boolean {
+export function takesRows(stamp: unknown, xid: number, own = false): boolean {
   if (!stamp || typeof stamp !== "object") return own;
-  const { snapshot, top } = stamp as ReadStamp;
-  return (own || !ended(snapshot, xid)) && (top === undefined || top <= newAbove);
+  return own || !ended((stamp as ReadStamp).snapshot, xid);
 }
 
 /** The transaction had ended when the snapshot was taken (committed, for a transaction known to have). */
@@ -114,12 +108,6 @@ export class OwnCommits {
    * lost. Still owed at the next look, it counts as a commit nobody told of.
    */
   private owed = 0;
-  /**
-   * Per resource, the highest row id revised in so far. Ids are taken at INSERT, not at COMMIT: a
-   * commit bringing a lower one (a transaction that ran beside later ones) is not placed among
-   * the kept rows as the newest; its resource's answers go instead.
-   */
-  private readonly highest = new Map<string, number>();
 
   /**
    * `revise`: applies a commit's writes to the memo (CommitMemo.committed with the right reviser);
@@ -164,8 +152,7 @@ export class OwnCommits {
 
   /**
    * Another instance's commit `xid` that only added `added` rows, told of with its rows: revised
-   * into the kept answers like a commit of this instance, right away (its COMMIT is done). A
-   * resource whose new rows are not all above the ids revised so far has its answers dropped.
+   * into the kept answers like a commit of this instance, right away (its COMMIT is done).
    */
   foreign(xid: number, added: Map<string, AddedRow[]>): void {
     this.apply(this.reviseForeign, this.placed(added.keys(), added, true), added, xid, "another instance's commit");
@@ -173,22 +160,13 @@ export class OwnCommits {
 
   /**
    * What a commit wrote to each of `resources`, as the memo is to take it: the rows it added when
-   * `ok` and all of them lie above the ids revised in so far (`newAbove`: just below the lowest),
-   * else "rewritten". The highest id revised in moves up either way.
+   * `ok` (`newAbove`: just below the lowest), else "rewritten".
    */
   private placed(resources: Iterable<string>, added: Map<string, AddedRow[]>, ok: boolean): Map<string, ResourceWrite> {
     const writes = new Map<string, ResourceWrite>();
     for (const r of resources) {
       const rows = added.get(r);
-      let low = Infinity;
-      let high = -Infinity;
-      for (const row of rows ?? []) {
-        low = Math.min(low, row.id);
-        high = Math.max(high, row.id);
-      }
-      const placeable = ok && rows !== undefined && low > (this.highest.get(r) ?? -Infinity);
-      if (rows) this.highest.set(r, Math.max(high, this.highest.get(r) ?? -Infinity));
-      writes.set(r, placeable ? { newAbove: low - 1 } : "rewritten");
+      writes.set(r, ok && rows ? { newAbove: rows.reduce((low, row) => Math.min(low, row.id), Infinity) - 1 } : "rewritten");
     }
     return writes;
   }

@@ -80,6 +80,7 @@ export function pgJudge(dialect: PgDialect, codePoints: boolean): RowJudge {
     return read;
   };
   return {
+    rowIds: true,
     keyReader,
     compare,
     matches(filter, fresh, budget) {

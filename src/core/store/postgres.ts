@@ -112,8 +112,7 @@ export class PgStore implements Store {
     const cacheBytes = opts.cacheMaxBytes ?? DEFAULT_CACHE_BYTES;
     this.memo = new CommitMemo(memoShare(cacheBytes), () => this.foreign);
     this.gramLists = new GramLists(listShare(cacheBytes), () => this.foreign);
-    // New rows take their place only in answers that did not see their commit and (pages) hold
-    // no row with a higher id (their stamp, see takesRows).
+    // New rows take their place only in answers that did not see their commit (their stamp, see takesRows).
     const revise = (own: boolean) => (writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>, xid: number) => {
       try {
         this.gramIndex.committed(writes, added, xid);
@@ -123,7 +122,7 @@ export class PgStore implements Store {
         throw e;
       }
       this.memo.committed(writes, (resource, _above, groups, valueOf) => reviseAdded(this.judge, added.get(resource) ?? [], groups, valueOf),
-        (stamp, newAbove) => takesRows(stamp, xid, newAbove, own));
+        (stamp) => takesRows(stamp, xid, own));
     };
     this.own = new OwnCommits(this.memo, revise(true), this.queryBudgetMs + COMMIT_PATIENCE_MS, () => this.othersCommitted(), revise(false));
     this.gramIndex = new PgGramIndex(this.gramLists, (resource) => this.searchTexts(resource), (resource) => this.dialect.plainSearch.get(resource) ?? null,
@@ -447,8 +446,8 @@ export class PgStore implements Store {
     const paging = p.limit !== null ? " LIMIT ? OFFSET ?" : p.offset ? " OFFSET ?" : "";
     const args = p.limit !== null ? [...p.args, p.limit, p.offset] : p.offset ? [...p.args, p.offset] : p.args;
     const table = this.dialect.table(resource);
-    // The snapshot, and the highest row id it sees (one step down the primary key), for the cache.
-    const snap = snapshot ? `, (SELECT pg_current_snapshot()::text) AS _snap, (SELECT max(id) FROM ${table})::float8 AS _top` : "";
+    // The snapshot, and each row's id (commits end out of id order: see RowJudge.rowIds), for the cache.
+    const snap = snapshot ? `, id::float8 AS id, (SELECT pg_current_snapshot()::text) AS _snap` : "";
     return [`SELECT ${PG_COLS}${snap} FROM ${table} ${p.where} ${p.orderBy}${paging}`, args];
   }
 
@@ -459,19 +458,14 @@ export class PgStore implements Store {
   async page(resource: string, q: CompiledQuery): Promise<StoredRecord[]> {
     const [sql, args] = await this.selectSql(resource, q, true);
     let snapshot: string | null = null;
-    let top: number | null = null;
     const tag = (rows: StoredRecord[]): MemoTag => q.search || q.limit === null ? { kind: "any", resource }
       : { kind: "rows", resource, filter: filterTag(q, pgEqualitiesOf), order: q.order, orderKey: JSON.stringify(q.order ?? null), offset: q.offset, limit: q.limit, full: rows.length > 0 && rows.length === q.limit };
     return this.memo.remember(BoundedMemo.key("page", sql, JSON.stringify(args)), async () => {
-      const rows = await this.listQuery<StoredRecord & { _snap?: string; _top?: number | null }>(q.caller, sql, args);
+      const rows = await this.listQuery<StoredRecord & { _snap?: string }>(q.caller, sql, args);
       snapshot = rows[0]?._snap ?? null;
-      top = rows[0]?._top ?? null;
-      for (const r of rows) {
-        delete r._snap;
-        delete r._top;
-      }
+      for (const r of rows) delete r._snap;
       return rows as StoredRecord[];
-    }, (rows) => (rows.length <= PAGE_CACHE_ROWS ? rows.reduce((n, r) => n + rowBytes(r), 0) : null), tag, (_, since) => this.own.settle(snapshot, since), () => stampOf(snapshot, top));
+    }, (rows) => (rows.length <= PAGE_CACHE_ROWS ? rows.reduce((n, r) => n + rowBytes(r), 0) : null), tag, (_, since) => this.own.settle(snapshot, since), () => stampOf(snapshot));
   }
 
   /** Totals are kept like pages; creates of this instance add their matches to them. */

@@ -38,7 +38,10 @@ export const MAX_SQL_ORDERS = 64;
 
 export type Budget = { checks: number; queries: number; orders: number };
 
-/** A new row: its row id (larger than every older row's), its parsed fields and its stored columns. */
+/**
+ * A new row: its row id, its parsed fields and its stored columns. Where kept rows carry no id
+ * (SQLite, whose commits end in id order), a new row's id counts as larger than every kept row's.
+ */
 export type Fresh = { id: number; data: Record<string, unknown>; row: StoredRecord };
 
 /** A sort key's value when JavaScript can compare it as the database does. */
@@ -59,6 +62,11 @@ export interface RowJudge {
    * absent where it cannot be asked (the page counts as reached).
    */
   sortsNoLaterBySql?(order: SortKey[], matched: Fresh[], last: StoredRecord, budget: Budget): boolean;
+  /**
+   * Kept pages carry their rows' ids (StoredRecord.id), and new rows keep theirs when placed: where
+   * commits end out of id order, a new row is not always the newest among equal keys.
+   */
+  readonly rowIds?: boolean;
 }
 
 /**
@@ -108,13 +116,13 @@ function dataOf(row: StoredRecord): Record<string, unknown> {
 type Page = { key: string; offset: number; end: number; rows: StoredRecord[]; last: StoredRecord };
 
 /**
- * How a new row sorts against row `b` on the order's keys up to the row id: below 0 before, above
- * 0 after, 0 when only the row ids (or nothing) tell them apart; undefined when a key is not plain
- * (only the database can say).
+ * How a new row sorts against row `b` on the order's keys: below 0 before, above 0 after, 0 when
+ * nothing tells them apart, or only the row ids and `b` carries none; undefined when a key is not
+ * plain (only the database can say).
  */
 function compareKeys(judge: RowJudge, order: SortKey[], a: Fresh, b: StoredRecord, bData: () => Record<string, unknown>): number | undefined {
   for (const { expr, desc } of order) {
-    if (expr === "id") return 0;
+    if (expr === "id") return b.id === undefined ? 0 : desc ? b.id - a.id : a.id - b.id;
     const read = judge.keyReader(expr);
     const x = read(a.row, () => a.data);
     const y = read(b, bData);
@@ -130,7 +138,7 @@ const idKey = (order: SortKey[]) => order.find((k) => k.expr === "id");
 
 /**
  * Does a new row sort no later than an existing row `last`? Judged here when every key is plain,
- * else undefined. The last key is the row id, and a new row's id is larger than any existing one.
+ * else undefined. The last key is the row id; where `last` carries none, the new row's is larger.
  */
 function newSortsNoLater(judge: RowJudge, order: SortKey[], fresh: Fresh, last: StoredRecord, lastData: () => Record<string, unknown>): boolean | undefined {
   const c = compareKeys(judge, order, fresh, last, lastData);
@@ -175,9 +183,10 @@ function reached(judge: RowJudge, matched: Fresh[], o: OrderPages, valueOf: (key
     const rows = valueOf(refs[i].key) as StoredRecord[] | undefined;
     return rows?.length ? { key: refs[i].key, offset: refs[i].offset, end: refs[i].end, rows, last: rows[rows.length - 1] } : null;
   };
-  // Insertion order: new rows come after every full page, or (newest first) before all of them.
+  // In row id order, without ids to compare: new rows come after every full page, or (newest
+  // first) before all of them.
   let lo = 0;
-  if (order.length === 1) {
+  if (order.length === 1 && !judge.rowIds) {
     if (!order[0].desc) return;
   } else {
     // The pages of one filter and order are slices of one list: the later a page's last row, the
@@ -271,7 +280,7 @@ function movedPages(judge: RowJudge, order: SortKey[], matched: Fresh[], pages: 
     const merged: StoredRecord[] = [];
     let next = 0;
     for (let k = 0; k <= rows.length; k++) {
-      while (next < entering.length && entering[next].at === k) merged.push(stored(entering[next++].fresh.row));
+      while (next < entering.length && entering[next].at === k) merged.push(stored(entering[next++].fresh, judge.rowIds));
       if (k < rows.length) merged.push(rows[k]);
     }
     // Each page's change in size from running sums of the run's bytes before and after (a run is up
@@ -293,7 +302,7 @@ function movedPages(judge: RowJudge, order: SortKey[], matched: Fresh[], pages: 
   return out;
 }
 
-/** A new row as pages hold it: the stored columns, without the row id. */
-const stored = (r: StoredRecord & { id?: number }): StoredRecord => ({
-  uuid: r.uuid, data: r.data, _created: r._created, _modified: r._modified, _created_by: r._created_by, _modified_by: r._modified_by,
+/** A new row as pages hold it: the stored columns, and the row id where kept rows carry theirs. */
+const stored = ({ id, row: r }: Fresh, withId = false): StoredRecord => ({
+  uuid: r.uuid, data: r.data, _created: r._created, _modified: r._modified, _created_by: r._created_by, _modified_by: r._modified_by, ...(withId ? { id } : {}),
 });

@@ -14,6 +14,11 @@ export type StoredRecord = {
   _modified: number;
   _created_by: string | null;
   _modified_by: string | null;
+  /**
+   * The row id, on the rows of a page a store keeps where commits can end out of id order
+   * (PostgreSQL): revising it places a new row among equal keys by its id. Never sent to a client.
+   */
+  id?: number;
 };
 
 /** One key of a list's order: an SQL expression over the row and its direction. */
