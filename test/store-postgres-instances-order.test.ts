@@ -265,3 +265,24 @@ test("another instance's creates are revised into the kept pages and totals, whi
   // The point of it: A's creates did not empty B's cache.
   expect(kept).toBeGreaterThan(15);
 }, 120_000);
+
+test("a kept page's statement (with its row ids and snapshot) is planned as the plain list's, and reads the sort's index: no output column shadows the order", async () => {
+  const { a } = await instances();
+  await a.transaction(async (tx) => { for (let i = 0; i < 2000; i++) await tx.insert("items", { ...random(), _created: 1000 + i }); });
+  await a.query("ANALYZE \"r:items\"");
+  const select = (a as unknown as { selectSql: (resource: string, q: unknown, kept: boolean) => Promise<[string, unknown[]]> }).selectSql.bind(a);
+  // How the rows are found and ordered (the snapshot's subquery adds an InitPlan of its own).
+  const plan = async (sql: string, args: unknown[]) =>
+    (await a.query<{ "QUERY PLAN": string }>(`EXPLAIN ${sql}`, args as never[])).map((r) => r["QUERY PLAN"])
+      .filter((line) => /Scan|Sort|Limit/.test(line)).map((line) => line.replace(/\(cost=[^)]*\)/g, "").replaceAll('"r:items".', "").trim()).join("\n");
+  for (const sort of ["", "year|desc", "_created|desc", "status,year|desc"]) {
+    const q = compileList(a.dialect, items, parseListParams({ sort, limit: "20", offset: "40" }));
+    const [kept, keptArgs] = await select("items", q, true);
+    const [plain, plainArgs] = await select("items", q, false);
+    const want = await plan(plain, plainArgs);
+    expect({ sort, plan: await plan(kept, keptArgs) }).toEqual({ sort, plan: want });
+    // And a sort by an indexed key reads its index: `_created`, selected as a float under its own
+    // name, sorted by the float before (a sort of the whole table per page).
+    if (sort !== "status,year|desc") expect({ sort, plan: want }).toEqual({ sort, plan: expect.stringContaining("Index Scan") });
+  }
+});

@@ -67,7 +67,8 @@ function compileSort(d: Dialect, def: ResourceDef, s: SortEntry): { key: SortKey
   let expr = lang ? d.fieldKey(s.field, lang) : column(d, s.field, f);
   if (s.flag === "numeric" && f && f.type !== "number") expr = d.numeric(expr);
   if (s.flag === "text") expr = d.text(expr);
-  return { key: { expr, desc: s.desc }, sql: f ? d.order(expr, s.desc) : `${expr} ${s.desc ? "DESC" : "ASC"}` };
+  if (f) return { key: { expr, desc: s.desc }, sql: d.order(expr, s.desc) };
+  return { key: { expr, desc: s.desc }, sql: `${expr === s.field ? d.column(def.name, s.field) : expr} ${s.desc ? "DESC" : "ASC"}` };
 }
 
 const likeEscape = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;

@@ -13,6 +13,7 @@ export const sqliteDialect: Dialect = {
   isFalse: (expr) => `(${expr} = 0 OR ${expr} IS NULL)`,
   not: (cond) => `NOT COALESCE(${cond}, 0)`,
   order: (expr, desc) => `${expr} ${desc ? "DESC" : "ASC"}`,
+  column: (_resource, name) => name,
   recordText: () => "data",
   contains: (expr) => `${expr} LIKE ? ESCAPE '\\'`,
   numeric: (expr) => `CAST(${expr} AS REAL)`,

@@ -49,6 +49,9 @@ export class PgDialect implements Dialect {
   not(cond: string): string {
     return `NOT COALESCE(${cond}, false)`;
   }
+  column(resource: string, name: string): string {
+    return `${this.table(resource)}.${name}`;
+  }
   order(expr: string, desc: boolean): string {
     return `${expr} ${desc ? "DESC NULLS LAST" : "ASC NULLS FIRST"}`;
   }

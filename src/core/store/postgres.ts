@@ -446,8 +446,10 @@ export class PgStore implements Store {
     const paging = p.limit !== null ? " LIMIT ? OFFSET ?" : p.offset ? " OFFSET ?" : "";
     const args = p.limit !== null ? [...p.args, p.limit, p.offset] : p.offset ? [...p.args, p.offset] : p.args;
     const table = this.dialect.table(resource);
-    // The snapshot, and each row's id (commits end out of id order: see RowJudge.rowIds), for the cache.
-    const snap = snapshot ? `, id::float8 AS id, (SELECT pg_current_snapshot()::text) AS _snap` : "";
+    // The snapshot, and each row's id (commits end out of id order: see RowJudge.rowIds), for the
+    // cache. Not named `id`: ORDER BY takes a bare name for an output column first, and sorting
+    // by the float would not use the indexes.
+    const snap = snapshot ? `, id::float8 AS _id, (SELECT pg_current_snapshot()::text) AS _snap` : "";
     return [`SELECT ${PG_COLS}${snap} FROM ${table} ${p.where} ${p.orderBy}${paging}`, args];
   }
 
@@ -461,9 +463,13 @@ export class PgStore implements Store {
     const tag = (rows: StoredRecord[]): MemoTag => q.search || q.limit === null ? { kind: "any", resource }
       : { kind: "rows", resource, filter: filterTag(q, pgEqualitiesOf), order: q.order, orderKey: JSON.stringify(q.order ?? null), offset: q.offset, limit: q.limit, full: rows.length > 0 && rows.length === q.limit };
     return this.memo.remember(BoundedMemo.key("page", sql, JSON.stringify(args)), async () => {
-      const rows = await this.listQuery<StoredRecord & { _snap?: string }>(q.caller, sql, args);
+      const rows = await this.listQuery<StoredRecord & { _snap?: string; _id?: number }>(q.caller, sql, args);
       snapshot = rows[0]?._snap ?? null;
-      for (const r of rows) delete r._snap;
+      for (const r of rows) {
+        r.id = r._id;
+        delete r._id;
+        delete r._snap;
+      }
       return rows as StoredRecord[];
     }, (rows) => (rows.length <= PAGE_CACHE_ROWS ? rows.reduce((n, r) => n + rowBytes(r), 0) : null), tag, (_, since) => this.own.settle(snapshot, since), () => stampOf(snapshot));
   }

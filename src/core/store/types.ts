@@ -254,6 +254,12 @@ export interface Dialect {
   not(cond: string): string;
   /** One sort key of a field; unset values first in ascending order, as SQLite sorts them. */
   order(expr: string, desc: boolean): string;
+  /**
+   * A system column (`_created`, `_modified`) as a sort term names it. ORDER BY takes a bare name
+   * for an output column first: where the store selects the column converted under its own name
+   * (PostgreSQL, to float), the bare name would sort by the conversion, past every index.
+   */
+  column(resource: string, name: string): string;
   /** One key inside an object field (a language of a translated field). */
   fieldKey(name: string, key: string): string;
   /** Case-insensitive "contains" (the caller escapes % and _ with backslash). */
