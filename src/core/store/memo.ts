@@ -160,6 +160,17 @@ const ordered = (tag: PageTag): tag is PageTag & { order: SortKey[] } => tag.ful
 export type OrderPages = { order: SortKey[]; pages: Map<string, PageRef>; byEnd: PageRef[] | null };
 export type PageRef = { key: string; offset: number; end: number };
 
+/** A group without the answers `keys` (a copy: the group itself stays as it is). */
+function without(g: FilterGroup, keys: Set<string>): FilterGroup {
+  const keep = (key: string) => !keys.has(key);
+  return {
+    filter: g.filter,
+    counts: new Set([...g.counts].filter(keep)),
+    partial: new Set([...g.partial].filter(keep)),
+    orders: new Map([...g.orders].map(([k, o]) => [k, { order: o.order, pages: new Map([...o.pages].filter(([key]) => keep(key))), byEnd: null }])),
+  };
+}
+
 /** Every key of a group. */
 export function* keysOf(g: FilterGroup): Iterable<string> {
   yield* g.counts;
@@ -348,8 +359,10 @@ export class CommitMemo {
    * A commit of this process: untagged answers go, answers of resources it did not write stay, and
    * `revise` judges the pages and totals of each resource that only gained rows. Runs right after
    * the commit, before any writer hears of it, so nobody reads an answer from before their own write.
+   * `judge` tells by an answer's stamp whether it is to take the new rows ("revise"), holds them
+   * already (it was read after the commit: "keep", left as it is) or cannot say ("drop").
    */
-  committed(writes: Map<string, ResourceWrite>, revise: Reviser, revisable?: (stamp: unknown) => boolean): void {
+  committed(writes: Map<string, ResourceWrite>, revise: Reviser, judge?: (stamp: unknown) => "revise" | "keep" | "drop"): void {
     this.epoch++;
     this.inflight.clear();
     for (const key of [...this.untagged]) this.memo.delete(key);
@@ -361,12 +374,22 @@ export class CommitMemo {
         for (const g of [...groups.values()]) for (const key of [...keysOf(g)]) this.memo.delete(key);
         continue;
       }
-      // Only answers whose stamp says they can take the new rows are revised; the others go.
-      if (revisable) {
-        for (const g of [...groups.values()]) for (const key of [...keysOf(g)]) if (!revisable(this.stamps.get(key))) this.memo.delete(key);
+      let revised = [...groups.values()];
+      if (judge) {
+        const held = new Set<string>();
+        for (const g of revised) {
+          for (const key of [...keysOf(g)]) {
+            const verdict = judge(this.stamps.get(key));
+            if (verdict === "drop") this.memo.delete(key);
+            else if (verdict === "keep") held.add(key);
+          }
+        }
         if (!groups.size) continue;
+        revised = [...groups.values()];
+        // Answers holding the rows already stay out of the revision: a run of pages is cut there.
+        if (held.size) revised = revised.map((g) => without(g, held));
       }
-      const verdicts = revise(resource, w.newAbove, [...groups.values()], (key) => this.memo.peek(key));
+      const verdicts = revise(resource, w.newAbove, revised, (key) => this.memo.peek(key));
       for (const [key, verdict] of verdicts) {
         if (verdict === "drop") this.memo.delete(key);
         else this.memo.replace(key, verdict.value, verdict.grow);

@@ -112,7 +112,7 @@ export class PgStore implements Store {
     const cacheBytes = opts.cacheMaxBytes ?? DEFAULT_CACHE_BYTES;
     this.memo = new CommitMemo(memoShare(cacheBytes), () => this.foreign);
     this.gramLists = new GramLists(listShare(cacheBytes), () => this.foreign);
-    // New rows take their place only in answers that did not see their commit (their stamp, see takesRows).
+    // New rows take their place in answers that did not see their commit (their stamp, see takesRows).
     const revise = (own: boolean) => (writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>, xid: number) => {
       try {
         this.gramIndex.committed(writes, added, xid);
