@@ -112,6 +112,8 @@ describe("the chat panel", () => {
     expect(await box.inputValue()).toBe("@resd ");
     await mentions.waitFor({ state: "detached" });
     await box.pressSequentially("please mark the note Draft as done");
+    // Every key went in after the mention, in order (the caret is placed before the next key).
+    expect(await box.inputValue()).toBe("@resd please mark the note Draft as done");
     const following = page.waitForResponse((r) => new URL(r.url()).searchParams.get("operation") === "events");
     await box.press("Enter");
 
@@ -195,6 +197,13 @@ describe("the chat panel", () => {
     ai.script({ status: 400 });
     const page = await signedIn("editor", "/admin/notes");
     const box = await newConversation(page);
+    // A mention picked in the middle of the text: the caret lands right after it, and the next key goes there.
+    await box.fill("please help");
+    await box.press("Home");
+    await box.pressSequentially("@");
+    await box.press("Enter");
+    await box.pressSequentially("x");
+    expect(await box.inputValue()).toBe("@resd xplease help");
     await box.fill("This will fail");
     await box.press("Enter");
     const failed = panel(page).locator("li.chat-msg.failed");

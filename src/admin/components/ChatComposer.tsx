@@ -3,7 +3,7 @@
  * the agents the user may ask (arrows choose, Enter or Tab picks, Escape closes the list); a
  * message goes to the agents it mentions, else to the one last involved.
  */
-import { useEffect, useId, useRef } from "preact/hooks";
+import { useEffect, useId, useLayoutEffect, useRef } from "preact/hooks";
 import { useSignal } from "@preact/signals";
 import type { Team } from "../chat";
 import { t, tn } from "../i18n";
@@ -29,6 +29,17 @@ export function ChatComposer({ team, busy, onSend }: { team: Team; busy: boolean
   const area = useRef<HTMLTextAreaElement>(null);
   // After the drawer opened (it focuses its first control), the text box takes the focus.
   useEffect(() => { requestAnimationFrame(() => area.current?.focus()); }, []);
+  // Where the caret goes once a picked mention is in the box: placed as soon as the box shows the
+  // new text, before the next key is handled. Placed on a later frame, it moved back over what
+  // was typed meanwhile, and the rest of the message went in behind the mention.
+  const caretAfterPick = useRef<number | null>(null);
+  useLayoutEffect(() => {
+    const to = caretAfterPick.current;
+    if (to === null || !area.current) return;
+    caretAfterPick.current = null;
+    area.current.focus();
+    area.current.setSelectionRange(to, to);
+  });
 
   const at = mentionAt(text.value, caret.value);
   const options = at && !dismissed.value ? Object.keys(team).filter((a) => a.startsWith(at.word)) : [];
@@ -47,7 +58,7 @@ export function ChatComposer({ team, busy, onSend }: { team: Team; busy: boolean
     text.value = before + put + after.replace(/^\s+/, "");
     const to = before.length + put.length;
     caret.value = to;
-    requestAnimationFrame(() => { area.current?.focus(); area.current?.setSelectionRange(to, to); });
+    caretAfterPick.current = to;
   };
   const send = async () => {
     const words = text.value.trim();
