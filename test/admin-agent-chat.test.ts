@@ -201,10 +201,7 @@ describe("the chat panel", () => {
     // goes there even when frames come late (a loaded machine: here each frame waits 300 ms).
     await box.fill("please help");
     await box.press("Home");
-    await page.evaluate(() => {
-      const frame = window.requestAnimationFrame.bind(window);
-      window.requestAnimationFrame = (cb) => (setTimeout(() => frame(cb), 300), 0);
-    });
+    await page.evaluate("(() => { const frame = requestAnimationFrame.bind(window); window.requestAnimationFrame = (cb) => (setTimeout(() => frame(cb), 300), 0); })()");
     await box.pressSequentially("@");
     await box.press("Enter");
     await box.pressSequentially("xy");
