@@ -25,13 +25,15 @@ export function focusField(path: string): void {
   if (!el) return;
   const panel = el.closest<HTMLElement>("[role=tabpanel][hidden]");
   const tab = panel && document.getElementById(panel.getAttribute("aria-labelledby") ?? "");
-  if (tab) tab.click();
-  // The tab's panel is shown on the next render.
-  setTimeout(() => {
+  const show = () => {
     const target = el.matches(FOCUSABLE) ? el : el.querySelector<HTMLElement>(FOCUSABLE);
     target?.focus({ preventScroll: true });
     (target ?? el).scrollIntoView({ block: "center" });
-  }, tab ? 30 : 0);
+  };
+  if (!tab) return show();
+  // The tab's panel is shown on the next render; a hidden control cannot take focus before it.
+  tab.click();
+  setTimeout(show, 30);
 }
 
 /** The paths in the order their fields appear in the form. */

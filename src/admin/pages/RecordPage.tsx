@@ -5,7 +5,7 @@
  * is watched while open (someone else's save or delete is told at once), and saved with the ETag it
  * was loaded with (If-Match): a save over someone else's newer version asks first.
  */
-import { useEffect, useRef } from "preact/hooks";
+import { useEffect, useLayoutEffect, useRef } from "preact/hooks";
 import { useSignal } from "@preact/signals";
 import { api, ApiError, query, type Envelope } from "../api";
 import { navigate, setLeaveGuard } from "../router";
@@ -131,11 +131,19 @@ export function RecordPage({ def, uuid, readOnly }: { def: ResourceView; uuid: s
     return () => { window.removeEventListener("beforeunload", onUnload); setLeaveGuard(null); };
   }, [ro]);
 
-  /** After the errors have rendered, the first invalid field in form order is focused and shown. */
-  const showFirstError = () => setTimeout(() => {
+  /**
+   * After the errors have rendered, the first invalid field in form order is focused and shown: in
+   * the layout effect of that render, so the summary never shows without the focus (a timer ran
+   * late on a loaded machine and left the Save button focused).
+   */
+  const focusFirstError = useRef(false);
+  const showFirstError = () => { focusFirstError.current = true; };
+  useLayoutEffect(() => {
+    if (!focusFirstError.current) return;
+    focusFirstError.current = false;
     const first = inFormOrder(Object.keys(errors.value).filter(Boolean))[0];
     if (first) focusField(first);
-  }, 0);
+  });
 
   const save = async (e: Event) => {
     e.preventDefault();
