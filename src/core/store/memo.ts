@@ -119,14 +119,15 @@ export class BoundedMemo {
  * What an answer depends on, so that a commit of this process drops only what it may have changed:
  * - `any`: anything of the resource (dropped whenever it is written);
  * - `rows`: a page of the resource's records (see reviseAnswers: kept across inserts that leave it
- *   as it was);
+ *   as it was, or moved); `before`: rows the store read just ahead of the page, its margin (a page
+ *   that new rows push down takes its first rows from there instead of being read again);
  * - `count`: a total of the resource's records (inserts add their matches to it).
  * Pages and totals of one filter share a `filter` group: a commit looks at each group once.
  * An answer without a tag is dropped at every commit.
  */
 export type MemoTag =
   | { kind: "any"; resource: string }
-  | { kind: "rows"; resource: string; filter: FilterTag; order?: SortKey[]; orderKey: string; offset: number; limit: number; full: boolean }
+  | { kind: "rows"; resource: string; filter: FilterTag; order?: SortKey[]; orderKey: string; offset: number; limit: number; full: boolean; before?: StoredRecord[] }
   | { kind: "count"; resource: string; filter: FilterTag };
 
 /**
@@ -158,7 +159,8 @@ const ordered = (tag: PageTag): tag is PageTag & { order: SortKey[] } => tag.ful
  * or went, not at every commit.
  */
 export type OrderPages = { order: SortKey[]; pages: Map<string, PageRef>; byEnd: PageRef[] | null };
-export type PageRef = { key: string; offset: number; end: number };
+/** A kept page: where it starts and ends in its list, and its margin (the rows just ahead of it, in order). */
+export type PageRef = { key: string; offset: number; end: number; before: StoredRecord[] };
 
 /** A group without the answers `keys` (a copy: the group itself stays as it is). */
 function without(g: FilterGroup, keys: Set<string>): FilterGroup {
@@ -203,9 +205,10 @@ export type ResourceWrite = { newAbove: number } | "rewritten";
 
 /**
  * A commit's verdict on one answer it changed: drop it, or keep this value instead, `grow` bytes
- * larger than the one it replaces (others stay as they are).
+ * larger than the one it replaces (a page's new margin counted in), with a page's new margin
+ * `before` where it changed (others stay as they are).
  */
-export type Revision = "drop" | { value: unknown; grow?: number };
+export type Revision = "drop" | { value: unknown; grow?: number; before?: StoredRecord[] };
 
 export type Reviser = (resource: string, newAbove: number, groups: FilterGroup[], valueOf: (key: string) => unknown) => Map<string, Revision>;
 
@@ -266,6 +269,13 @@ export class CommitMemo {
     if (!g.counts.size && !g.partial.size && !g.orders.size) groups!.delete(tag.filter.key);
   }
 
+  /** The kept page `key` among its order's full pages. */
+  private refOf(key: string): PageRef | undefined {
+    const tag = this.tags.get(key);
+    if (tag?.kind !== "rows") return undefined;
+    return this.groupsOf.get(tag.resource)?.get(tag.filter.key)?.orders.get(tag.orderKey)?.pages.get(key);
+  }
+
   private tag(key: string, tag: MemoTag | undefined): void {
     // A key kept again (its value replaced) leaves its old place in its group first.
     this.untag(key);
@@ -289,7 +299,7 @@ export class CommitMemo {
     else {
       let o = g.orders.get(tag.orderKey);
       if (!o) g.orders.set(tag.orderKey, (o = { order: tag.order, pages: new Map(), byEnd: null }));
-      o.pages.set(key, { key, offset: tag.offset, end: tag.offset + tag.limit });
+      o.pages.set(key, { key, offset: tag.offset, end: tag.offset + tag.limit, before: tag.before ?? [] });
       o.byEnd = null;
     }
   }
@@ -392,7 +402,10 @@ export class CommitMemo {
       const verdicts = revise(resource, w.newAbove, revised, (key) => this.memo.peek(key));
       for (const [key, verdict] of verdicts) {
         if (verdict === "drop") this.memo.delete(key);
-        else this.memo.replace(key, verdict.value, verdict.grow);
+        else {
+          this.memo.replace(key, verdict.value, verdict.grow);
+          if (verdict.before) this.refOf(key)!.before = verdict.before;
+        }
       }
     }
   }

@@ -33,6 +33,13 @@ import type { AccessStore, InstanceBus, CompiledQuery, DetachedReads, HistoryEnt
 
 /** Rows per cached page (larger pages are not kept). */
 const PAGE_CACHE_ROWS = 200;
+/**
+ * Rows a kept page reads just ahead of itself: new rows that sort before it push it down by one
+ * row each, and it takes its first rows from there instead of being read again (revise.ts). With
+ * two instances, pages of a newest-first list at deep offsets were read again after nearly every
+ * commit that reached them, by each instance.
+ */
+const PAGE_MARGIN_ROWS = 20;
 /** Rows per fetch when the search lists of a resource are built (short texts: a few hundred kB). */
 const TEXT_BATCH = 5000;
 /** The channel on which every commit is announced to the other instances. */
@@ -458,11 +465,17 @@ export class PgStore implements Store {
    * postgres-own.ts); a search page goes with any write of its resource.
    */
   async page(resource: string, q: CompiledQuery): Promise<StoredRecord[]> {
-    const [sql, args] = await this.selectSql(resource, q, true);
+    const kept = !q.search && q.limit !== null && q.limit <= PAGE_CACHE_ROWS && q.order !== undefined;
+    // The margin costs no more scanning (OFFSET reads past those rows anyway), only their transfer.
+    const margin = kept ? Math.min(q.offset, PAGE_MARGIN_ROWS) : 0;
+    const [sql, args] = await this.selectSql(resource, margin ? { ...q, offset: q.offset - margin, limit: q.limit! + margin } : q, true);
     let snapshot: string | null = null;
+    let before: StoredRecord[] = [];
     const tag = (rows: StoredRecord[]): MemoTag => q.search || q.limit === null ? { kind: "any", resource }
-      : { kind: "rows", resource, filter: filterTag(q, pgEqualitiesOf), order: q.order, orderKey: JSON.stringify(q.order ?? null), offset: q.offset, limit: q.limit, full: rows.length > 0 && rows.length === q.limit };
-    return this.memo.remember(BoundedMemo.key("page", sql, JSON.stringify(args)), async () => {
+      : { kind: "rows", resource, filter: filterTag(q, pgEqualitiesOf), order: q.order, orderKey: JSON.stringify(q.order ?? null), offset: q.offset, limit: q.limit, full: rows.length > 0 && rows.length === q.limit, before };
+    const bytes = (rows: StoredRecord[]) => rows.reduce((n, r) => n + rowBytes(r), 0);
+    // The margin in the key: offset 20 with 20 ahead reads what offset 0 does.
+    return this.memo.remember(BoundedMemo.key("page", sql, JSON.stringify(args), String(margin)), async () => {
       const rows = await this.listQuery<StoredRecord & { _snap?: string; _id?: number }>(q.caller, sql, args);
       snapshot = rows[0]?._snap ?? null;
       for (const r of rows) {
@@ -470,8 +483,10 @@ export class PgStore implements Store {
         delete r._id;
         delete r._snap;
       }
-      return rows as StoredRecord[];
-    }, (rows) => (rows.length <= PAGE_CACHE_ROWS ? rows.reduce((n, r) => n + rowBytes(r), 0) : null), tag, (_, since) => this.own.settle(snapshot, since), () => stampOf(snapshot));
+      // Rows ahead of an empty page are no use: the list ends before it.
+      before = rows.length > margin ? rows.slice(0, margin) : [];
+      return margin ? rows.slice(margin) : rows;
+    }, (rows) => (rows.length <= PAGE_CACHE_ROWS ? bytes(rows) + bytes(before) : null), tag, (_, since) => this.own.settle(snapshot, since), () => stampOf(snapshot));
   }
 
   /** Totals are kept like pages; creates of this instance add their matches to them. */

@@ -8,11 +8,13 @@
  * - A total gains the new rows that match its filter.
  * - A page that is not full takes any match. A full page stays when every matching new row sorts
  *   after its last row.
- * - A full page a new row reaches is moved rather than dropped when the pages kept before it reach
- *   back to the start of the list, or no new row sorts before the first of them: the new rows are
- *   placed among the kept rows and every page takes its slice of the result. A newest-first list
- *   under creates, or a sorted one whose first pages new records keep joining, then stays in memory
- *   instead of being read again after every commit.
+ * - A full page a new row reaches is moved rather than dropped when the rows kept ahead of it (the
+ *   pages before it without a gap, and the margin of the first of them) hold what moves into it:
+ *   the new rows are placed among the kept rows and every page takes its slice of the result. New
+ *   rows that sort before all the kept rows push the pages down by as many rows, each taking its
+ *   first rows from what is kept ahead of it. A newest-first list under creates, or a sorted one
+ *   whose first pages new records keep joining, then stays in memory instead of being read again
+ *   after every commit, as long as its margin lasts.
  * Anything in doubt is dropped: many new rows at once, a value only the database can compare.
  *
  * How a database compares and matches is its `RowJudge` (sqlite-revise.ts, postgres-revise.ts).
@@ -113,7 +115,7 @@ function dataOf(row: StoredRecord): Record<string, unknown> {
   return d;
 }
 
-type Page = { key: string; offset: number; end: number; rows: StoredRecord[]; last: StoredRecord };
+type Page = { key: string; offset: number; end: number; rows: StoredRecord[]; last: StoredRecord; before: StoredRecord[] };
 
 /**
  * How a new row sorts against row `b` on the order's keys: below 0 before, above 0 after, 0 when
@@ -181,7 +183,7 @@ function reached(judge: RowJudge, matched: Fresh[], o: OrderPages, valueOf: (key
   if (!refs.length) return;
   const pageAt = (i: number): Page | null => {
     const rows = valueOf(refs[i].key) as StoredRecord[] | undefined;
-    return rows?.length ? { key: refs[i].key, offset: refs[i].offset, end: refs[i].end, rows, last: rows[rows.length - 1] } : null;
+    return rows?.length ? { key: refs[i].key, offset: refs[i].offset, end: refs[i].end, rows, last: rows[rows.length - 1], before: refs[i].before } : null;
   };
   // In row id order, without ids to compare: new rows come after every full page, or (newest
   // first) before all of them.
@@ -234,10 +236,12 @@ function newBeforeNew(judge: RowJudge, order: SortKey[], a: Fresh, b: Fresh): bo
 
 /**
  * New values of the full pages of one filter and order that the new rows reach, where they can be
- * worked out from the kept pages themselves: per run of pages that follow each other without a
- * gap, when the run starts the list or no new row sorts before its first row. The rows of the run
- * and the new rows are merged (each new row's place found by halving, comparing plain keys here;
- * anything else leaves the run's pages to be dropped), and every page takes its slice.
+ * worked out from the kept rows themselves: per run of pages that follow each other without a gap,
+ * from the margin of its first page on. The run's rows and the new rows are merged (each new row's
+ * place found by halving, comparing plain keys here; anything else leaves the run's pages to be
+ * dropped), and every page takes its slice and keeps as much of its margin as is still known. New
+ * rows that sort before the run's first kept row, past the list's start, push the run down: a page
+ * whose first rows are no longer known goes.
  */
 function movedPages(judge: RowJudge, order: SortKey[], matched: Fresh[], pages: Page[]): Map<string, Revision> {
   const out = new Map<string, Revision>();
@@ -247,8 +251,9 @@ function movedPages(judge: RowJudge, order: SortKey[], matched: Fresh[], pages: 
     const run = [byOffset[i]];
     while (i + 1 < byOffset.length && byOffset[i + 1].offset === run[run.length - 1].end) run.push(byOffset[++i]);
     i++;
-    const rows = run.flatMap((p) => p.rows);
-    const start = run[0].offset;
+    const margin = run[0].before;
+    const rows = margin.length ? [...margin, ...run.flatMap((p) => p.rows)] : run.flatMap((p) => p.rows);
+    const start = run[0].offset - margin.length;
     // Each new row's place: the number of kept rows it sorts after.
     const places: { fresh: Fresh; at: number }[] = [];
     let known = true;
@@ -265,10 +270,11 @@ function movedPages(judge: RowJudge, order: SortKey[], matched: Fresh[], pages: 
       if (!known) break;
       places.push({ fresh: m, at: lo });
     }
-    // A new row before the run's first row, past the list's start: what moves in ahead of it is not kept here.
-    if (!known || (start > 0 && places.some((p) => p.at === 0))) continue;
-    const entering = places.filter((p) => p.at < rows.length);
-    if (!entering.length) continue;
+    if (!known) continue;
+    // Past the list's start, a new row before the first kept row lands somewhere ahead of the run.
+    const ahead = start > 0 ? places.filter((p) => p.at === 0).length : 0;
+    const entering = places.filter((p) => p.at < rows.length && !(start > 0 && p.at === 0));
+    if (!entering.length && !ahead) continue;
     let ordered = true;
     entering.sort((a, b) => {
       if (a.at !== b.at) return a.at - b.at;
@@ -277,26 +283,36 @@ function movedPages(judge: RowJudge, order: SortKey[], matched: Fresh[], pages: 
       return before ? -1 : 1;
     });
     if (!ordered) continue;
+    // merged[k] is the row at offset base + k of the list after the commit.
     const merged: StoredRecord[] = [];
     let next = 0;
     for (let k = 0; k <= rows.length; k++) {
       while (next < entering.length && entering[next].at === k) merged.push(stored(entering[next++].fresh, judge.rowIds));
       if (k < rows.length) merged.push(rows[k]);
     }
-    // Each page's change in size from running sums of the run's bytes before and after (a run is up
-    // to a thousand rows; summing every page's rows again cost more than the merge).
-    const before = new Float64Array(rows.length + 1);
-    const after = new Float64Array(rows.length + 1);
-    for (let k = 0; k < rows.length; k++) {
-      before[k + 1] = before[k] + rowBytes(rows[k]);
-      after[k + 1] = after[k] + rowBytes(merged[k]);
-    }
-    for (const p of run) {
-      const from = p.offset - start;
-      const to = p.end - start;
+    const base = start + ahead;
+    // Each page's change in size from running sums of the bytes before and after (a run is up to a
+    // thousand rows; summing every page's rows again cost more than the merge).
+    const old = new Float64Array(rows.length + 1);
+    const now = new Float64Array(merged.length + 1);
+    for (let k = 0; k < rows.length; k++) old[k + 1] = old[k] + rowBytes(rows[k]);
+    for (let k = 0; k < merged.length; k++) now[k + 1] = now[k] + rowBytes(merged[k]);
+    for (const [n, p] of run.entries()) {
+      const from = p.offset - base;
+      if (from < 0) {
+        out.set(p.key, "drop");
+        continue;
+      }
+      const to = from + (p.end - p.offset);
       const value = merged.slice(from, to);
-      if (value.every((r, k) => r === p.rows[k])) continue;
-      out.set(p.key, { value, grow: after[to] - after[from] - (before[to] - before[from]) });
+      const keep = Math.min(p.before.length, from);
+      const before = merged.slice(from - keep, from);
+      const same = (a: StoredRecord[], b: StoredRecord[]) => a.length === b.length && a.every((r, k) => r === b[k]);
+      if (same(value, p.rows) && same(before, p.before)) continue;
+      const at = p.offset - start;
+      // The first page's margin is the run's first rows; a later page's is its own.
+      const had = old[at + p.rows.length] - old[at] + (n === 0 ? old[at] : p.before.reduce((b, r) => b + rowBytes(r), 0));
+      out.set(p.key, { value, grow: now[to] - now[from - keep] - had, before });
     }
   }
   return out;
