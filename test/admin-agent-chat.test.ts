@@ -107,6 +107,8 @@ describe("the chat panel", () => {
     // Typing @ offers the agents the editor may ask; Enter picks the one offered.
     await box.pressSequentially("@");
     const mentions = drawer.getByRole("list", { name: "Agents to mention" });
+    // The agents come with the conversation list, or with the new conversation when it is first.
+    await mentions.getByRole("button").first().waitFor();
     expect(await mentions.getByRole("button").allTextContents()).toEqual(["@resd"]);
     await box.press("Enter");
     expect(await box.inputValue()).toBe("@resd ");
@@ -203,6 +205,7 @@ describe("the chat panel", () => {
     await box.press("Home");
     await page.evaluate("(() => { const frame = requestAnimationFrame.bind(window); window.requestAnimationFrame = (cb) => (setTimeout(() => frame(cb), 300), 0); })()");
     await box.pressSequentially("@");
+    await panel(page).getByRole("list", { name: "Agents to mention" }).getByRole("button").first().waitFor();
     await box.press("Enter");
     await box.pressSequentially("xy");
     await Bun.sleep(400);

@@ -6,7 +6,7 @@
  */
 import { useEffect, useRef } from "preact/hooks";
 import { useSignal } from "@preact/signals";
-import { chat, chatTeam, followConversation, getConversation, refreshUnread, stillWorking, type ConversationView, type LiveStep, type Message } from "../chat";
+import { chat, chatTeam, followConversation, getConversation, refreshUnread, stillWorking, type ConversationView, type LiveStep, type Message, type Team } from "../chat";
 import type { Envelope } from "../api";
 import { ChatMessage } from "./ChatMessage";
 import { ChatRun, type Streamed } from "./ChatRun";
@@ -91,6 +91,11 @@ export function ChatConversation({ uuid: initial, onBack, onCreated }: { uuid: s
           show(v);
           if (stillWorking(v)) follow();
         })
+        .catch((e: Error) => (error.value = e.message));
+    } else if (!Object.keys(chatTeam.value).length) {
+      // A new conversation opened before the list answered: the agents to mention come from here.
+      chat<Envelope & { team: Team }>("list")
+        .then((r) => { if (!gone.current) chatTeam.value = r.team; })
         .catch((e: Error) => (error.value = e.message));
     }
     const dialog = root.current?.closest("dialog");

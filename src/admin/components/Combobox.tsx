@@ -5,7 +5,7 @@
  * relation and tag pickers build on it, with the chosen values as chips beside it.
  */
 import type { Ref } from "preact";
-import { useEffect, useRef } from "preact/hooks";
+import { useEffect, useLayoutEffect, useRef } from "preact/hooks";
 import { useSignal } from "@preact/signals";
 import { Icon } from "./Icon";
 import { t } from "../i18n";
@@ -46,9 +46,10 @@ export function Combobox(p: ComboboxProps) {
   const listId = `${p.id}-options`;
   const n = p.options.length;
   const expanded = p.open && n > 0;
-  // A new list makes its first option the active one (Enter picks what typing found).
+  // A new list makes its first option the active one (Enter picks what typing found), in the
+  // commit that shows it: an Enter right after the options appear picks the first of them.
   const keys = p.options.map((o) => o.key).join("\n");
-  useEffect(() => {
+  useLayoutEffect(() => {
     active.value = n ? 0 : -1;
   }, [keys]);
   const current = expanded && active.value >= 0 && active.value < n ? active.value : -1;

@@ -31,9 +31,10 @@ export function focusField(path: string): void {
     (target ?? el).scrollIntoView({ block: "center" });
   };
   if (!tab) return show();
-  // The tab's panel is shown on the next render; a hidden control cannot take focus before it.
+  // The tab's panel is shown by the render the click queues; a hidden control cannot take focus
+  // before it, and a microtask queued after the click runs after that render.
   tab.click();
-  setTimeout(show, 30);
+  queueMicrotask(show);
 }
 
 /** The paths in the order their fields appear in the form. */

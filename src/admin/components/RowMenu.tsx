@@ -4,7 +4,7 @@
  * and Tab close the menu, a click elsewhere closes it.
  */
 import type { ComponentChildren } from "preact";
-import { useEffect, useRef } from "preact/hooks";
+import { useEffect, useLayoutEffect, useRef } from "preact/hooks";
 import { useSignal } from "@preact/signals";
 import { Icon } from "./Icon";
 
@@ -16,9 +16,12 @@ export function RowMenu({ label, items, tabIndex, children }: { label: string; i
   const button = useRef<HTMLButtonElement>(null);
   const itemEls = () => [...(root.current?.querySelectorAll<HTMLElement>("[role=menuitem]") ?? [])];
 
+  // In the commit that shows the menu: an arrow key pressed right after Enter reaches the items.
+  useLayoutEffect(() => {
+    if (open.value) itemEls()[0]?.focus();
+  }, [open.value]);
   useEffect(() => {
     if (!open.value) return;
-    itemEls()[0]?.focus();
     const away = (e: Event) => { if (!root.current?.contains(e.target as Node)) open.value = false; };
     document.addEventListener("pointerdown", away);
     return () => document.removeEventListener("pointerdown", away);

@@ -4,7 +4,7 @@
  * whatever `preserve_existing` says: the slug is in published URLs, and a trial's retitled article
  * moved its address. The editor can unlock it, with a warning, and it follows its sources again.
  */
-import { useEffect, useRef } from "preact/hooks";
+import { useLayoutEffect, useRef } from "preact/hooks";
 import { useSignal } from "@preact/signals";
 import { slugFrom } from "../slugify";
 import { Icon } from "../components/Icon";
@@ -19,7 +19,8 @@ export function SlugField({ id, field, value, onChange, readOnly, model, languag
   const locked = useSignal(Boolean(uuid) && saved !== "");
   // Decided once per editor: follow the sources unless a saved slug is to be kept or differs.
   const following = useRef(!locked.value && (!saved || (!field.preserve_existing && saved === computed)));
-  useEffect(() => {
+  // In the commit that shows the new source: a save right after typing a title sends its slug.
+  useLayoutEffect(() => {
     if (following.current && !locked.value && sources.length && computed !== saved) onChange(computed);
   }, [computed]);
   const unlock = () => {
