@@ -220,6 +220,9 @@ export type Reviser = (resource: string, newAbove: number, groups: FilterGroup[]
  */
 export type Settle<T> = (value: T, epoch: number) => "keep" | "loose" | "skip";
 
+/** When a miss began: the version of other processes' commits and this process's commits so far. */
+export type MissStart = { version: number; epoch: number };
+
 /**
  * Cached answers and what they depend on. A commit of another process or connection (`version()`
  * changes) drops every answer; a commit of this process (`committed`) drops the untagged ones and
@@ -344,24 +347,40 @@ export class CommitMemo {
     this.inflight.set(key, { version, epoch, value });
     try {
       const v = await value;
-      const bytes = size(v);
-      const verdict = bytes === null || this.version() !== version || this.memoVersion !== version ? "skip"
-        : settle ? settle(v, epoch) : this.epoch === epoch ? "keep" : "skip";
-      if (bytes !== null && verdict !== "skip") {
-        let tag = tagOf?.(v);
-        // Ahead of the answers kept (it saw a commit not revised yet): kept until the resource is written.
-        if (verdict === "loose" && tag && tag.kind !== "any") tag = { kind: "any", resource: tag.resource };
-        const stamped = stamp?.();
-        // A tag holds its filter's text and its bookkeeping, a stamp its snapshot: they count towards the budget too.
-        this.memo.set(key, v, bytes + (tag ? TAG_OVERHEAD + (tag.kind !== "any" ? tag.filter.bytes : 0) : 0) + (stamped !== undefined ? STAMP_OVERHEAD : 0));
-        if (this.memo.has(key)) {
-          this.tag(key, tag);
-          if (stamped !== undefined) this.stamps.set(key, stamped);
-        }
-      }
+      this.keep(key, v, { version, epoch }, size(v), tagOf && (() => tagOf(v)), settle, stamp);
       return v;
     } finally {
       if (this.inflight.get(key)?.value === value) this.inflight.delete(key);
+    }
+  }
+
+  /** Where a miss being computed now stands: answers read alongside it are judged from there. */
+  begun(): MissStart {
+    return { version: this.version(), epoch: this.epoch };
+  }
+
+  /**
+   * Keeps an answer that the statement of a miss begun at `at` read alongside it (the pages after a
+   * page, read ahead), judged as that miss is; an answer kept already stays as it is.
+   */
+  alongside<T>(key: string, value: T, at: MissStart, bytes: number | null, tag: MemoTag, settle: Settle<T>, stamp?: () => unknown): void {
+    if (at.version !== this.memoVersion || this.memo.has(key)) return;
+    this.keep(key, value, at, bytes, () => tag, settle, stamp);
+  }
+
+  private keep<T>(key: string, v: T, at: MissStart, bytes: number | null, tagOf?: () => MemoTag, settle?: Settle<T>, stamp?: () => unknown): void {
+    const verdict = bytes === null || this.version() !== at.version || this.memoVersion !== at.version ? "skip"
+      : settle ? settle(v, at.epoch) : this.epoch === at.epoch ? "keep" : "skip";
+    if (bytes === null || verdict === "skip") return;
+    let tag = tagOf?.();
+    // Ahead of the answers kept (it saw a commit not revised yet): kept until the resource is written.
+    if (verdict === "loose" && tag && tag.kind !== "any") tag = { kind: "any", resource: tag.resource };
+    const stamped = stamp?.();
+    // A tag holds its filter's text and its bookkeeping, a stamp its snapshot: they count towards the budget too.
+    this.memo.set(key, v, bytes + (tag ? TAG_OVERHEAD + (tag.kind !== "any" ? tag.filter.bytes : 0) : 0) + (stamped !== undefined ? STAMP_OVERHEAD : 0));
+    if (this.memo.has(key)) {
+      this.tag(key, tag);
+      if (stamped !== undefined) this.stamps.set(key, stamped);
     }
   }
 
