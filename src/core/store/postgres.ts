@@ -12,7 +12,7 @@ import { hostname } from "node:os";
 import { AppError } from "../errors";
 import { maskUrl } from "../config";
 import type { ResourceDef } from "../definitions/types";
-import { CommitMemo, BoundedMemo, DEFAULT_CACHE_BYTES, filterTag, listShare, memoShare, rowBytes, type MemoTag, type ResourceWrite } from "./memo";
+import { CommitMemo, BoundedMemo, DEFAULT_CACHE_BYTES, filterTag, listShare, memoShare, rowBytes, type FilterTag, type MemoTag, type ResourceWrite } from "./memo";
 import { GramLists } from "./gram-lists";
 import { PgGramIndex, type TextRow } from "./postgres-gram-index";
 import { historyCols, numbered, PG_COLS, PgDialect } from "./postgres-dialect";
@@ -481,19 +481,21 @@ export class PgStore implements Store {
     const [sql, args] = await this.selectSql(resource, margin ? { ...q, offset: q.offset - margin, limit: limit + margin } : q, true);
     // A page's key: the statement that reads it alone with its margin (offset 20 with 20 ahead
     // reads what offset 0 does: the margin is in the key).
+    const keyOf = (pageArgs: SqlValue[], m: number) => BoundedMemo.key("page", sql, JSON.stringify(pageArgs), String(m));
     const keyAt = (offset: number) => {
       const m = marginAt(offset);
-      return BoundedMemo.key("page", sql, JSON.stringify(m ? [...args.slice(0, -2), limit + m, offset - m] : args), String(m));
+      return keyOf([...args.slice(0, -2), limit + m, offset - m], m);
     };
     const ahead = kept && q.offset >= READ_AHEAD_PAGES * limit && limit * (READ_AHEAD_PAGES + 1) <= PAGE_CACHE_ROWS ? READ_AHEAD_PAGES : 0;
     const read = ahead ? [...args.slice(0, -2), margin + limit * (ahead + 1), q.offset - margin] : args;
     let snapshot: string | null = null;
     let before: StoredRecord[] = [];
-    const tagAt = (offset: number, rows: StoredRecord[], ahead: StoredRecord[]): MemoTag => q.search || q.limit === null ? { kind: "any", resource }
-      : { kind: "rows", resource, filter: filterTag(q, pgEqualitiesOf), order: q.order, orderKey: JSON.stringify(q.order ?? null), offset, limit, full: rows.length > 0 && rows.length === limit, before: ahead };
+    let filter: FilterTag | undefined;
+    const tagAt = (offset: number, rows: StoredRecord[], marginRows: StoredRecord[]): MemoTag => q.search || q.limit === null ? { kind: "any", resource }
+      : { kind: "rows", resource, filter: (filter ??= filterTag(q, pgEqualitiesOf)), order: q.order, orderKey: JSON.stringify(q.order ?? null), offset, limit, full: rows.length > 0 && rows.length === limit, before: marginRows };
     const bytes = (rows: StoredRecord[]) => rows.reduce((n, r) => n + rowBytes(r), 0);
     const settle = (_: unknown, since: number) => this.own.settle(snapshot, since);
-    return this.memo.remember(keyAt(q.offset), async () => {
+    return this.memo.remember(keyOf(args, margin), async () => {
       const at = this.memo.begun();
       const rows = await this.listQuery<StoredRecord & { _snap?: string; _id?: number }>(q.caller, sql, read);
       snapshot = rows[0]?._snap ?? null;
@@ -514,7 +516,7 @@ export class PgStore implements Store {
         this.memo.alongside(keyAt(offset), page, at, bytes(page) + bytes(mine), tagAt(offset, page, mine), settle, () => stampOf(snapshot));
         if (page.length < limit) break;
       }
-      return ahead ? rows.slice(margin, margin + limit) : margin ? rows.slice(margin) : rows;
+      return kept ? rows.slice(margin, margin + limit) : rows;
     }, (rows) => (rows.length <= PAGE_CACHE_ROWS ? bytes(rows) + bytes(before) : null), (rows) => tagAt(q.offset, rows, before), settle, () => stampOf(snapshot));
   }
 

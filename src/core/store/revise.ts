@@ -307,7 +307,6 @@ function movedPages(judge: RowJudge, order: SortKey[], matched: Fresh[], pages: 
       const value = merged.slice(from, to);
       const keep = Math.min(p.before.length, from);
       const before = merged.slice(from - keep, from);
-      const same = (a: StoredRecord[], b: StoredRecord[]) => a.length === b.length && a.every((r, k) => r === b[k]);
       if (same(value, p.rows) && same(before, p.before)) continue;
       const at = p.offset - start;
       // The first page's margin is the run's first rows; a later page's is its own.
@@ -317,6 +316,9 @@ function movedPages(judge: RowJudge, order: SortKey[], matched: Fresh[], pages: 
   }
   return out;
 }
+
+/** The same rows, in the same order. */
+const same = (a: StoredRecord[], b: StoredRecord[]) => a.length === b.length && a.every((r, k) => r === b[k]);
 
 /** A new row as pages hold it: the stored columns, and the row id where kept rows carry theirs. */
 const stored = ({ id, row: r }: Fresh, withId = false): StoredRecord => ({
