@@ -33,13 +33,14 @@ export const MIGRATIONS: string[] = [
 ];
 
 export function migrateInternal(db: Database): void {
-  const current = (db.query("PRAGMA user_version").get() as { user_version: number }).user_version;
-  for (let i = current; i < MIGRATIONS.length; i++) {
-    db.transaction(() => {
-      db.exec(MIGRATIONS[i]);
-      db.exec(`PRAGMA user_version = ${i + 1}`);
-    })();
-  }
+  const version = () => (db.query("PRAGMA user_version").get() as { user_version: number }).user_version;
+  if (version() >= MIGRATIONS.length) return;
+  // Two processes may open a new database at once: the version is read again under the write lock,
+  // so the second finds the first's work done instead of creating its tables twice.
+  db.transaction(() => {
+    for (let i = version(); i < MIGRATIONS.length; i++) db.exec(MIGRATIONS[i]);
+    db.exec(`PRAGMA user_version = ${MIGRATIONS.length}`);
+  }).immediate();
 }
 
 const prefix = (resource: string) => `ix:${resource}:`;

@@ -39,6 +39,8 @@ const PAGE_CACHE_ROWS = 200;
 const BOUNDED_ROWS = 1000;
 /** From this offset on, a page first finds its row ids, then reads only those rows. */
 const DEEP_OFFSET = 1000;
+/** How long opening the database waits for another process's lock (a checkpoint, a migration). */
+const OPEN_WAIT_MS = 5000;
 
 // A resource name is short and bounded: no digest needed (two lookups on every request).
 const changeKey = (resource: string) => `change\u0000${resource}`;
@@ -87,12 +89,16 @@ export class SqliteStore implements Store {
       chmodSync(path, 0o600);
     }
     this.writer = new Database(path, { create: true, strict: true });
+    // Opening waits its turn: another process's last connection checkpoints the WAL under an
+    // exclusive lock as it closes, and with no wait set a command started beside it (`resd token`
+    // while `resd serve` starts) exited with "database is locked".
+    this.writer.exec(`PRAGMA busy_timeout=${OPEN_WAIT_MS}`);
     this.writer.exec(`PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA journal_size_limit=${WAL_SIZE_LIMIT}; PRAGMA foreign_keys=OFF;`);
-    // The writer waits briefly inside SQLite and otherwise yields (see SqliteWriteQueue.begin), so
-    // another process holding the write lock (a CLI import) never freezes the server's event loop.
+    migrateInternal(this.writer);
+    // From here the writer waits briefly inside SQLite and otherwise yields (see SqliteWriteQueue.begin),
+    // so another process holding the write lock (a CLI import) never freezes the server's event loop.
     // Only a server (it has read workers) serves short reads at a rate where the mapping pays.
     configure(this.writer, 50, 64, readWorkers > 0 ? (opts.mmapSize ?? 0) : 0);
-    migrateInternal(this.writer);
     if (readWorkers > 0) {
       // A server: checkpoints run on a worker's connection, not inside a request's commit.
       // The worker also shrinks a grown WAL file: truncating it on the writer's thread stopped every
