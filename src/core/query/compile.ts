@@ -18,7 +18,7 @@ function resolveField(def: ResourceDef, name: string, use: "sort" | "filter"): F
   return f;
 }
 
-const column = (d: Dialect, name: string, f: FieldDef | null) => (f ? d.field(name, f) : name);
+const column = (d: Dialect, name: string, f: FieldDef | null) => (f ? d.field(name) : name);
 
 function coerce(f: FieldDef | null, field: string, raw: string): SqlValue {
   const type = f?.type ?? (field === "_created" || field === "_modified" ? "number" : "text");
@@ -41,19 +41,19 @@ function compileCondition(d: Dialect, def: ResourceDef, c: FilterCond, args: Sql
   const values = c.values.map((v) => (v === "" ? null : coerce(f, c.field, v)));
   const parts = values.map((v) => {
     // System columns are plain columns: never empty, compared as they are.
-    if (v === null) return f ? d.isEmpty(expr, f) : `${expr} IS NULL`;
+    if (v === null) return f ? d.isEmpty(expr) : `${expr} IS NULL`;
     if (!f) {
       args.push(v);
       return `${expr} = ?`;
     }
     if (isCompound(f)) {
-      args.push(d.value(v, f));
+      args.push(d.value(v, f.type));
       return d.jsonHas(c.field);
     }
     // A false boolean also matches a record that never set the field.
     if (f.type === "boolean" && v === 0) return d.isFalse(expr);
-    args.push(d.value(v, f));
-    return d.equals(expr, f);
+    args.push(d.value(v, f.type));
+    return d.equals(expr);
   });
   const any = parts.length === 1 ? parts[0] : `(${parts.join(" OR ")})`;
   return c.negate ? d.not(any) : any;
@@ -65,10 +65,8 @@ function compileSort(d: Dialect, def: ResourceDef, s: SortEntry): { key: SortKey
   // A translated field sorts by the resource's first language.
   const lang = f?.i18n ? def.raw.languages?.[0] : undefined;
   let expr = lang ? d.fieldKey(s.field, lang) : column(d, s.field, f);
-  // A language's value is read as JSON, whatever the field's type.
-  const read = lang ? null : f;
-  if (s.flag === "numeric" && f && f.type !== "number") expr = d.numeric(expr, read);
-  if (s.flag === "text") expr = d.text(expr, read);
+  if (s.flag === "numeric" && f && f.type !== "number") expr = d.numeric(expr);
+  if (s.flag === "text") expr = d.text(expr);
   if (f) return { key: { expr, desc: s.desc }, sql: d.order(expr, s.desc) };
   return { key: { expr, desc: s.desc }, sql: `${expr === s.field ? d.column(def.name, s.field) : expr} ${s.desc ? "DESC" : "ASC"}` };
 }
@@ -81,7 +79,7 @@ function compileSearchScan(d: Dialect, def: ResourceDef, text: string, args: Sql
   if (targets.length === 0) return "0";
   for (const _ of targets) args.push(likeEscape(text));
   // Translations and lists are searched by their values, never by their JSON text (keys, quotes).
-  return `(${targets.map((n) => (isCompound(def.fields[n]) ? d.jsonContains(n) : d.contains(d.field(n, def.fields[n]), def.fields[n]))).join(" OR ")})`;
+  return `(${targets.map((n) => (isCompound(def.fields[n]) ? d.jsonContains(n) : d.contains(d.field(n)))).join(" OR ")})`;
 }
 
 /** Terms the search index answers: no LIKE wildcard or escape, no separator of its text. */

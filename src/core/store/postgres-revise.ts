@@ -8,51 +8,32 @@
  */
 import { charge, equalityReader, reviseAnswers, UNKNOWN, type Fresh, type KeyReader, type Plain, type RowJudge } from "./revise";
 import type { FilterGroup, FilterTag, Revision } from "./memo";
-import { fieldAs, type FieldKind, type PgDialect } from "./postgres-dialect";
+import type { PgDialect } from "./postgres-dialect";
 import type { SqlValue, StoredRecord } from "./types";
-import type { FieldDef } from "../definitions/types";
 
-/** A field read as jsonb, as a number or as text (PgDialect.field), and what it is compared with (PgDialect.equals). */
-const FORMS: { kind: FieldKind; field: RegExp; equals: string }[] = [
-  { kind: "json", field: /^nullif\(\(data->'([A-Za-z0-9_]+)'\)::jsonb, 'null'::jsonb\)$/, equals: " = (?::text)::jsonb" },
-  { kind: "number", field: /^CASE json_typeof\(data->'([A-Za-z0-9_]+)'\) WHEN 'number' THEN \(data->>'\1'\)::float8 END$/, equals: " = ?::float8" },
-  { kind: "text", field: /^\(data->>'([A-Za-z0-9_]+)'\) COLLATE "C"$/, equals: " = ?::text" },
-];
-
-/** A condition's field and how it is read, when it is a plain equality. */
-function equalityOf(cond: string): { field: string; kind: FieldKind } | null {
-  for (const f of FORMS) {
-    if (!cond.endsWith(f.equals)) continue;
-    const field = f.field.exec(cond.slice(0, -f.equals.length))?.[1];
-    if (field !== undefined) return { field, kind: f.kind };
-  }
-  return null;
-}
+/** `nullif((data->'field')::jsonb, 'null'::jsonb)`, as PgDialect.field writes it. */
+const FIELD = /^nullif\(\(data->'([A-Za-z0-9_]+)'\)::jsonb, 'null'::jsonb\)$/;
+const EQUALS = " = (?::text)::jsonb";
 
 /** The fields of a filter made only of plain equalities, in order; null for any other filter. */
-const equalityFields = equalityReader((cond) => equalityOf(cond)?.field ?? null);
-/** The same filters' kinds of reading, in order. */
-const equalityKinds = equalityReader((cond) => equalityOf(cond)?.kind ?? null);
+const equalityFields = equalityReader((cond) => (cond.endsWith(EQUALS) ? FIELD.exec(cond.slice(0, -EQUALS.length))?.[1] ?? null : null));
 
 /**
- * The filter as plain equalities of fields to values (as the dialect compares them: JSON text
- * parsed, a number, a string), if it is only that and every value is a string, a number or a boolean.
+ * The filter as plain equalities of fields to values (the JSON the dialect compares with, parsed),
+ * if it is only that and every value is a string, a number or a boolean.
  */
 export function pgEqualitiesOf(where: string, args: SqlValue[]): FilterTag["equalities"] {
   const fields = equalityFields(where);
-  const kinds = equalityKinds(where);
-  if (!fields || !kinds || fields.length !== args.length) return null;
+  if (!fields || fields.length !== args.length) return null;
   const out: { field: string; value: SqlValue }[] = [];
   for (const [i, field] of fields.entries()) {
     const arg = args[i];
-    let value: unknown = arg;
-    if (kinds[i] === "json") {
-      if (typeof arg !== "string") return null;
-      try {
-        value = JSON.parse(arg);
-      } catch {
-        return null;
-      }
+    if (typeof arg !== "string") return null;
+    let value: unknown;
+    try {
+      value = JSON.parse(arg);
+    } catch {
+      return null;
     }
     if (typeof value !== "string" && typeof value !== "number" && typeof value !== "boolean") return null;
     out.push({ field, value });
@@ -83,26 +64,16 @@ export function pgJudge(dialect: PgDialect, codePoints: boolean): RowJudge {
     if (typeof v === "string") return codePoints && !/[\ud800-\udfff]/.test(v) ? v : UNKNOWN;
     return UNKNOWN;
   };
-  // A field read as text compares in code point order (COLLATE "C") whatever the database's collation.
-  const text = (v: unknown): Plain | typeof UNKNOWN => {
-    if (v === undefined || v === null) return null;
-    if (typeof v === "number" || typeof v === "boolean") return String(v);
-    return typeof v === "string" && !/[\ud800-\udfff]/.test(v) ? v : UNKNOWN;
-  };
-  const number = (v: unknown): Plain => (typeof v === "number" ? v : null);
   const readers = new Map<string, KeyReader>();
   const keyReader = (expr: string): KeyReader => {
     let read = readers.get(expr);
     if (read) return read;
     // A field's value, or a text field sorted by its leading number, as the dialect writes them;
     // anything else (translations, `|text`) only PostgreSQL can say.
-    const field = /data->>?'([A-Za-z0-9_]+)'/.exec(expr)?.[1];
+    const field = /data->'([A-Za-z0-9_]+)'/.exec(expr)?.[1];
     if (expr === "_created" || expr === "_modified") read = (row) => row[expr];
-    else if (field === undefined) read = () => UNKNOWN;
-    else if (expr === fieldAs(field, "json")) read = (_row, data) => plain(data()[field]);
-    else if (expr === fieldAs(field, "text")) read = (_row, data) => text(data()[field]);
-    else if (expr === fieldAs(field, "number")) read = (_row, data) => number(data()[field]);
-    else if (expr === dialect.numeric(fieldAs(field, "json")) || expr === dialect.numeric(fieldAs(field, "text"), TEXT_FIELD)) read = (_row, data) => leadingNumber(data()[field]);
+    else if (field !== undefined && expr === dialect.field(field)) read = (_row, data) => plain(data()[field]);
+    else if (field !== undefined && expr === dialect.numeric(dialect.field(field))) read = (_row, data) => leadingNumber(data()[field]);
     else read = () => UNKNOWN;
     if (readers.size >= 1000) readers.clear();
     readers.set(expr, read);
@@ -129,14 +100,10 @@ export function pgJudge(dialect: PgDialect, codePoints: boolean): RowJudge {
   };
 }
 
-/**
- * A stored value equal to a filter's scalar, as each reading of the field compares them (jsonb, a
- * number, text): undefined for a list, an object or a value of another type than the filter's, where
- * the readings differ (text reads the number 5 as "5").
- */
+/** `jsonb = jsonb` for a stored value and a scalar; undefined for a list or an object. */
 function equals(v: unknown, value: SqlValue): boolean | undefined {
   if (v === undefined || v === null) return false;
-  if (typeof v === "object" || typeof v !== typeof value) return undefined;
+  if (typeof v === "object") return undefined;
   return v === value;
 }
 
@@ -151,9 +118,6 @@ function leadingNumber(v: unknown): Plain | typeof UNKNOWN {
   const m = /^[ \t\n\r\f\v]*([-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?)/.exec(v);
   return m ? Number(m[1]) : 0;
 }
-
-/** A field read as text, for the dialect's spelling of its numeric view. */
-const TEXT_FIELD = { type: "text" } as FieldDef;
 
 /** A row this instance inserted, with the id PostgreSQL gave it. */
 export type AddedRow = StoredRecord & { id: number };

@@ -6,7 +6,7 @@ import type { ReservedSQL } from "bun";
 import type { ResourceDef } from "../definitions/types";
 import { searchFields } from "../definitions/derived";
 import { quoteIdent } from "./dialect";
-import { fieldKind, plainSearchFields, searchTextSql, type PgDialect } from "./postgres-dialect";
+import { plainSearchFields, searchTextSql, type PgDialect } from "./postgres-dialect";
 import type { SchemaChange } from "./types";
 import { COUNT_DELTAS_VACUUM, COUNT_TABLES, syncCounts } from "./postgres-counts";
 
@@ -67,13 +67,8 @@ export async function migrateInternal(db: ReservedSQL): Promise<void> {
   }
 }
 
-/**
- * Index names are at most 63 bytes on PostgreSQL: each is named by a digest of what it indexes.
- * Indexes on fields read typed (number, text) are named `it_`: versions before typed reads list
- * and drop only `ix_` ones, so an older instance still running beside a newer one (a rolling
- * upgrade) leaves them alone instead of dropping them whenever it syncs.
- */
-const indexName = (resource: string, what: string, prefix = "ix") => `${prefix}_${Bun.hash(`${resource}\0${what}`).toString(36)}`;
+/** Index names are at most 63 bytes on PostgreSQL: each is named by a digest of what it indexes. */
+const indexName = (resource: string, what: string) => `ix_${Bun.hash(`${resource}\0${what}`).toString(36)}`;
 
 type WantedIndex = { name: string; sql: string; unique: string | null };
 
@@ -81,18 +76,17 @@ type WantedIndex = { name: string; sql: string; unique: string | null };
 function wantedIndexes(def: ResourceDef, d: PgDialect): WantedIndex[] {
   const table = d.table(def.name);
   const out: WantedIndex[] = [];
-  const add = (what: string, cols: string[], unique: string | null, using = "", typed = false) => {
-    const name = indexName(def.name, `${what}\0${cols.join(",")}${using}`, typed ? "it" : "ix");
+  const add = (what: string, cols: string[], unique: string | null, using = "") => {
+    const name = indexName(def.name, `${what}\0${cols.join(",")}${using}`);
     out.push({ name, unique, sql: `CREATE ${unique ? "UNIQUE " : ""}INDEX ${quoteIdent(name)} ON ${table} ${using}(${cols.join(", ")})` });
   };
-  const typed = (names: readonly string[]) => names.some((n) => fieldKind(def.fields[n]) !== "json");
   // Unset values sort first in ascending order, as on SQLite; the index is kept in that order. The
   // row id ends it, as SQLite's rowid ends every index: pages sort by the fields, then by id.
-  for (const cols of def.indexes) add("index", [...cols.map((c) => `(${d.field(c, def.fields[c])}) NULLS FIRST`), "id"], null, "", typed(cols));
+  for (const cols of def.indexes) add("index", [...cols.map((c) => `${d.field(c)} NULLS FIRST`), "id"], null);
   for (const col of def.unique) {
     // A translated field is unique per language: one index per language value, not the whole object.
     const languages = def.fields[col]?.i18n ? (def.raw.languages ?? []) : [];
-    if (!languages.length) add("unique", [`(${d.field(col, def.fields[col])})`], col, "", typed([col]));
+    if (!languages.length) add("unique", [d.field(col)], col);
     for (const lang of languages) add("unique", [d.fieldKey(col, lang)], col);
   }
   const fields = searchFields(def);
@@ -142,7 +136,7 @@ export async function syncResource(db: ReservedSQL, def: ResourceDef, d: PgDiale
     changes.push({ resource: def.name, action: "created", detail: `table ${table}` });
   }
   const fixed = new Set([indexName(def.name, "_created"), indexName(def.name, "_modified")]);
-  const have = new Set(((await db.unsafe("SELECT indexname FROM pg_indexes WHERE tablename = $1 AND (indexname LIKE 'ix\\_%' OR indexname LIKE 'it\\_%')", [`r:${def.name}`])) as { indexname: string }[])
+  const have = new Set(((await db.unsafe("SELECT indexname FROM pg_indexes WHERE tablename = $1 AND indexname LIKE 'ix\\_%'", [`r:${def.name}`])) as { indexname: string }[])
     .map((r) => r.indexname).filter((n) => !fixed.has(n)));
   const want = wantedIndexes(def, d);
   const wanted = new Set(want.map((w) => w.name));
@@ -169,7 +163,6 @@ export async function syncResource(db: ReservedSQL, def: ResourceDef, d: PgDiale
     if (row) changes.push({ resource: def.name, action: "updated", detail: `schema version ${version}${refused ? " (the definition of an earlier version again: rolled back)" : ""}` });
   }
   changes.push(...(await syncCounts(db, def, d)));
-  d.defs.set(def.name, def);
   d.searchText.set(def.name, searchFields(def).length ? searchTextSql(def) : "''");
   const plain = plainSearchFields(def);
   if (plain?.length) d.plainSearch.set(def.name, plain);

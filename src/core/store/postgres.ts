@@ -55,8 +55,6 @@ const CHANNEL = "resd_commits";
 const NOTIFY_MAX_BYTES = 7999;
 /** How a schema change is announced on it (before the instance id). */
 const SCHEMA_NOTICE = "schema:";
-/** Schema changes the other instances are not told of (see syncSchema). */
-const QUIET_CHANGES = new Set(["refused", "index-added", "index-dropped"]);
 /**
  * Read connections list queries of callers never take: single records, sessions and sign-ins keep
  * answering while lists fill the rest (see `lists`).
@@ -368,10 +366,8 @@ export class PgStore implements Store {
         if (r.synced.uniqueFields.size) this.txs.guarded.add(def.name);
         else this.txs.guarded.delete(def.name);
       }
-      // The other instances check their own definitions against what changed: a new definition or
-      // table. Indexes alone follow from a definition the others hold too, or from this version's
-      // spelling of them (an older instance told of those would build its own again).
-      if (changes.some((c) => !QUIET_CHANGES.has(c.action))) await db.unsafe("SELECT pg_notify($1, $2)", [CHANNEL, `${SCHEMA_NOTICE}${this.instance}`]);
+      // The other instances check their own definitions against what changed.
+      if (changes.some((c) => c.action !== "refused")) await db.unsafe("SELECT pg_notify($1, $2)", [CHANNEL, `${SCHEMA_NOTICE}${this.instance}`]);
       return changes;
     });
   }
@@ -416,8 +412,7 @@ export class PgStore implements Store {
     // PostgreSQL text cannot hold U+0000: no record has such a value (a login may still ask for one).
     if (typeof value === "string" && value.includes("\u0000")) return null;
     const d = this.dialect;
-    const f = d.defs.get(resource)?.fields[field];
-    const [cond, v] = field === "uuid" ? ["uuid = ?", value] : f ? [d.equals(d.field(field, f), f), d.value(value, f)] : [d.equals(d.field(field)), JSON.stringify(value)];
+    const [cond, v] = field === "uuid" ? ["uuid = ?", value] : [d.equals(d.field(field)), JSON.stringify(value)];
     return (await this.query<StoredRecord>(`SELECT ${PG_COLS} FROM ${d.table(resource)} WHERE ${cond} AND uuid != ? LIMIT 1`, [v, except ?? ""]))[0] ?? null;
   }
 

@@ -2,7 +2,7 @@
  * The store seam: everything that touches SQL lives behind these interfaces, so a PostgreSQL
  * adapter (Bun.sql) is an addition. Methods return Promises even where SQLite answers at once.
  */
-import type { FieldDef, ResourceDef } from "../definitions/types";
+import type { ResourceDef } from "../definitions/types";
 
 export type SqlValue = string | number | bigint | boolean | null | Uint8Array;
 
@@ -240,17 +240,14 @@ export type SchemaChange = { resource: string; action: "created" | "index-added"
 /** SQL spellings that differ between engines. */
 export interface Dialect {
   table(resource: string): string;
-  /**
-   * The expression reading one field of the JSON record; indexes are built on exactly this. `f`:
-   * the field's definition, where the engine reads a field of a known type as that type.
-   */
-  field(name: string, f?: FieldDef | null): string;
-  /** A field expression (of field `f`) equal to one bound value (bound through `value`). */
-  equals(expr: string, f?: FieldDef | null): string;
-  /** A filter value as the engine compares it with the expression of field `f`. */
-  value(v: SqlValue, f: FieldDef): SqlValue;
-  /** A field expression (of field `f`) that is unset or empty. */
-  isEmpty(expr: string, f?: FieldDef | null): string;
+  /** The expression reading one field of the JSON record; indexes are built on exactly this. */
+  field(name: string): string;
+  /** A field expression equal to one bound value (bound through `value`). */
+  equals(expr: string): string;
+  /** A filter value as the engine compares it with a field expression (`type`: the field's type). */
+  value(v: SqlValue, type: string): SqlValue;
+  /** A field expression that is unset or empty. */
+  isEmpty(expr: string): string;
   /** A boolean field expression that is false or unset. */
   isFalse(expr: string): string;
   /** The negation of a condition that may be NULL (an unset field), which then counts as false. */
@@ -265,12 +262,12 @@ export interface Dialect {
   column(resource: string, name: string): string;
   /** One key inside an object field (a language of a translated field). */
   fieldKey(name: string, key: string): string;
-  /** Case-insensitive "contains" (the caller escapes % and _ with backslash); `f` as for `field`. */
-  contains(expr: string, f?: FieldDef | null): string;
-  /** Numeric view of an expression (for the `numeric` sort flag on non-number fields); `f` as for `field`. */
-  numeric(expr: string, f?: FieldDef | null): string;
-  /** Case-insensitive text view (for the `text` sort flag); `f` as for `field`. */
-  text(expr: string, f?: FieldDef | null): string;
+  /** Case-insensitive "contains" (the caller escapes % and _ with backslash). */
+  contains(expr: string): string;
+  /** Numeric view of an expression (for the `numeric` sort flag on non-number fields). */
+  numeric(expr: string): string;
+  /** Case-insensitive text view (for the `text` sort flag). */
+  text(expr: string): string;
   /** True when the JSON array or object at `expr`'s path holds a value equal to the bound one. */
   jsonHas(path: string): string;
   /** True when a value of the JSON array or object of the field contains the bound LIKE pattern. */
