@@ -7,7 +7,7 @@
  * Triggers on each record table append the changes of each statement as deltas (per key, the
  * keys its rows have now less the keys they had), in the writing transaction. Deltas, not a
  * counter row per key: a counter row would make every create wait for the commit of the one
- * before it. Per statement, not per row: a group of 64 creates in one INSERT appends a delta per
+ * before it. Per statement, not per row: a group of 32 creates in one INSERT appends a delta per
  * key it touched (a handful) instead of three rows per create, each with its two index entries,
  * which was a fifth of PostgreSQL's time per create. The deltas are folded into `_resd_counts`
  * every second by one instance at a time; a total is the sum of both, read in one statement (one
