@@ -9,7 +9,7 @@ import { expect, test } from "bun:test";
 import { CommitMemo, type ResourceWrite } from "../src/core/store/memo";
 import { OwnCommits, TxWrites } from "../src/core/store/postgres-own";
 import type { AddedRow } from "../src/core/store/postgres-revise";
-import { noticePayloads, parseNotice, type ToldCommit } from "../src/core/store/postgres-announce";
+import { Announcer, noticeFrom, noticePayloads, parseNotice, type ToldCommit } from "../src/core/store/postgres-announce";
 
 const row = (id: number): AddedRow => ({ id, uuid: crypto.randomUUID(), data: "{}", _created: id, _modified: id, _created_by: null, _modified_by: null });
 const creates = (resource: string, ...ids: number[]) => {
@@ -150,4 +150,44 @@ test("notices carry commits with their rows in payloads within the bound; a comm
     expect(parseNotice(`inst|${odd}`)).toEqual({ from: "inst", commits: null });
   }
   expect(parseNotice("schema:inst")).toEqual({ from: "schema:inst", commits: null });
+});
+
+test("a commit's notice and the realtime messages queued in the same turn go in one statement, the notice first; what comes while it is sent goes in the next", async () => {
+  const statements: string[][] = [];
+  let answer = Promise.withResolvers<void>();
+  const a = new Announcer(async (payloads) => {
+    statements.push(payloads);
+    await answer.promise;
+  }, "inst", (e) => { throw e; });
+  const commit: ToldCommit = { xid: 7, marks: 1, writes: { items: [row(1)] } };
+  a.announce(commit);
+  const said = a.say(['[{"m":1}]']);
+  a.announce(null);
+  // Nothing is sent before the turn ends: the realtime messages of the commit are still to come.
+  expect(statements).toEqual([]);
+  await Bun.sleep(0);
+  expect(statements.length).toBe(1);
+  expect(statements[0]!.length).toBe(3);
+  expect(parseNotice(statements[0]![0]!).commits).toEqual([commit]);
+  expect(statements[0]!.slice(1)).toEqual(['inst [{"m":1}]', "inst"]);
+  // While that statement is under way, later ones wait and then go together.
+  a.say(['[{"m":2}]']);
+  a.announce(null);
+  await Bun.sleep(0);
+  expect(statements.length).toBe(1);
+  const first = answer;
+  answer = Promise.withResolvers<void>();
+  first.resolve();
+  await said;
+  await Bun.sleep(0);
+  expect(statements.length).toBe(2);
+  expect(statements[1]).toEqual(['inst [{"m":2}]', "inst"]);
+  answer.resolve();
+  await a.settled();
+});
+
+test("noticeFrom names the instance of a notice without reading its rows", () => {
+  expect(noticeFrom("inst")).toBe("inst");
+  expect(noticeFrom('inst|[[1,1,{"items":[[1,"u","{}",1,1,null,null]]}]]')).toBe("inst");
+  expect(noticeFrom("schema:inst")).toBe("schema:inst");
 });

@@ -8,9 +8,6 @@
 import type { Change, ChangeFeed } from "../site";
 import type { InstanceBus, Store, StoreTx } from "../store/types";
 
-/** Messages sent to the other instances in one statement, at most. */
-const SEND_BATCH = 50;
-
 type TxChanges = { changes: Change[]; counts: Map<string, number> };
 type Sink = Parameters<ChangeFeed["attach"]>[0];
 type LoadRecord = Parameters<ChangeFeed["listen"]>[0];
@@ -21,9 +18,8 @@ type Wire = Change | { resource: string; action: "create" | "update" | "delete" 
 export class Feed implements ChangeFeed {
   private readonly sinks = new Set<Sink>();
   private readonly txs = new WeakMap<StoreTx, TxChanges>();
-  /** Messages for the other instances not sent yet, and the send under way. */
-  private readonly outbox: string[] = [];
-  private sending: Promise<void> | null = null;
+  /** Messages handed to the bus and not sent yet. */
+  private readonly sending = new Set<Promise<void>>();
 
   constructor(private readonly store: Store, private readonly bulkAbove: number) {}
 
@@ -67,28 +63,12 @@ export class Feed implements ChangeFeed {
     if (!changes.length) return;
     this.deliver(changes);
     const bus = this.store.bus;
+    // Handed over at once: the bus sends in the order it is given (a change of a record never
+    // overtakes the one before it), after the notice of its commit and in the same statement.
     if (bus) {
-      this.outbox.push(...this.messages(bus, changes));
-      this.kick(bus);
-    }
-  }
-
-  private kick(bus: InstanceBus): void {
-    if (this.sending || !this.outbox.length) return;
-    this.sending = this.send(bus).finally(() => {
-      this.sending = null;
-      this.kick(bus);
-    });
-  }
-
-  /**
-   * Sends what waits, in commit order: a change of a record never overtakes the one before it. What
-   * accumulated while one send was under way goes in the next, together.
-   */
-  private async send(bus: InstanceBus): Promise<void> {
-    while (this.outbox.length) {
-      const batch = this.outbox.splice(0, SEND_BATCH);
-      await bus.send(batch).catch((e) => console.error("telling the other instances of a change failed:", e instanceof Error ? e.message : e));
+      const sent = bus.send(this.messages(bus, changes)).catch((e) => console.error("telling the other instances of a change failed:", e instanceof Error ? e.message : e));
+      this.sending.add(sent);
+      void sent.finally(() => this.sending.delete(sent));
     }
   }
 
@@ -163,6 +143,6 @@ export class Feed implements ChangeFeed {
 
   /** Waits until what was committed has reached the other instances (a command exits after it). */
   async flush(): Promise<void> {
-    while (this.sending) await this.sending;
+    while (this.sending.size) await Promise.all(this.sending);
   }
 }

@@ -75,11 +75,17 @@ export function noticePayloads(instance: string, commits: (ToldCommit | null)[],
   return out;
 }
 
+/** The instance a notice is from. */
+export function noticeFrom(payload: string): string {
+  const bar = payload.indexOf("|");
+  return bar < 0 ? payload : payload.slice(0, bar);
+}
+
 /** The instance a payload is from, and the commits it lists (null: something committed, not said what). */
 export function parseNotice(payload: string): { from: string; commits: ToldCommit[] | null } {
   const bar = payload.indexOf("|");
-  if (bar < 0) return { from: payload, commits: null };
-  const from = payload.slice(0, bar);
+  const from = noticeFrom(payload);
+  if (bar < 0) return { from, commits: null };
   try {
     const list = JSON.parse(payload.slice(bar + 1)) as [number, number, Record<string, WireRow[] | null>][];
     if (!Array.isArray(list) || !list.every(wellFormed)) return { from, commits: null };
@@ -152,6 +158,10 @@ export class Announcer {
   }
 
   private async send(): Promise<void> {
+    // What the rest of this turn queues (the realtime messages of the commit just announced, other
+    // commits of the group) goes in the same statement: each statement that notifies is a
+    // transaction of its own, committed and flushed under PostgreSQL's one lock for notifications.
+    await null;
     while (this.pending.length) {
       const items = this.pending;
       this.pending = [];

@@ -82,8 +82,10 @@ export class PgTransactions {
           sent = null;
           await revised;
         }
-        if (announce) this.announced(xid !== null && writes.size ? told(xid, writes) : null);
+        // After-commit work first (the realtime feed hands its messages to the bus there): the notice
+        // of this commit then goes out with them in one statement (Announcer).
         for (const f of after) queueMicrotask(f);
+        if (announce) this.announced(xid !== null && writes.size ? told(xid, writes) : null);
         return value;
       } catch (e) {
         if (sent) this.own.failed(sent);

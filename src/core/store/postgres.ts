@@ -17,7 +17,7 @@ import { GramLists } from "./gram-lists";
 import { PgGramIndex, type TextRow } from "./postgres-gram-index";
 import { historyCols, numbered, PG_COLS, PgDialect } from "./postgres-dialect";
 import { PgTransactions, STREAM_BATCH, type PgError } from "./postgres-tx";
-import { Announcer, busMessage, parseNotice, SnapshotWatch, type ToldCommit } from "./postgres-announce";
+import { Announcer, busMessage, noticeFrom, parseNotice, SnapshotWatch, type ToldCommit } from "./postgres-announce";
 import { SearchPlanner } from "./postgres-search";
 import { PgWriteGroups } from "./postgres-group";
 import { OwnCommits, stampOf, takesRows } from "./postgres-own";
@@ -219,9 +219,10 @@ export class PgStore implements Store {
           if (said.from !== store.instance) for (const l of store.busListeners) l.fn(said.message);
           return;
         }
-        const { from, commits } = parseNotice(payload);
+        // This instance's own notices come back too: their rows are not parsed for nothing.
+        const from = noticeFrom(payload);
         if (from === store.instance || from === `${SCHEMA_NOTICE}${store.instance}`) return;
-        store.othersTold(commits);
+        store.othersTold(parseNotice(payload).commits);
         if (from.startsWith(SCHEMA_NOTICE)) for (const fn of store.schemaListeners) fn();
       }, () => {
         // Reconnected: notices may have been missed meanwhile.
@@ -604,8 +605,14 @@ export class PgStore implements Store {
     }
   }
 
+  /**
+   * Kept until the resource is written (here, or by another instance: its notice or the snapshot
+   * watch), as on SQLite: the marks of `users` and `roles`, which every signed-in request asks
+   * for, are not read again after each commit of another resource.
+   */
   async lastChange(resource: string): Promise<number> {
-    return this.memo.remember(`change\u0000${resource}`, async () => markOf(await this.query<MarkRow>(LAST_CHANGE_SQL, [resource])));
+    return this.memo.remember(`change\u0000${resource}`, async () => markOf(await this.query<MarkRow>(LAST_CHANGE_SQL, [resource])),
+      undefined, () => ({ kind: "any", resource }));
   }
 
   async history(resource: string, uuid: string): Promise<HistoryEntry[]> {
