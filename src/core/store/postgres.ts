@@ -605,14 +605,8 @@ export class PgStore implements Store {
     }
   }
 
-  /**
-   * Kept until the resource is written (here, or by another instance: its notice or the snapshot
-   * watch), as on SQLite: the marks of `users` and `roles`, which every signed-in request asks
-   * for, are not read again after each commit of another resource.
-   */
   async lastChange(resource: string): Promise<number> {
-    return this.memo.remember(`change\u0000${resource}`, async () => markOf(await this.query<MarkRow>(LAST_CHANGE_SQL, [resource])),
-      undefined, () => ({ kind: "any", resource }));
+    return this.memo.remember(`change\u0000${resource}`, async () => markOf(await this.query<MarkRow>(LAST_CHANGE_SQL, [resource])));
   }
 
   async history(resource: string, uuid: string): Promise<HistoryEntry[]> {
