@@ -83,11 +83,10 @@ export function noticeFrom(payload: string): string {
 
 /** The instance a payload is from, and the commits it lists (null: something committed, not said what). */
 export function parseNotice(payload: string): { from: string; commits: ToldCommit[] | null } {
-  const bar = payload.indexOf("|");
   const from = noticeFrom(payload);
-  if (bar < 0) return { from, commits: null };
+  if (from.length === payload.length) return { from, commits: null };
   try {
-    const list = JSON.parse(payload.slice(bar + 1)) as [number, number, Record<string, WireRow[] | null>][];
+    const list = JSON.parse(payload.slice(from.length + 1)) as [number, number, Record<string, WireRow[] | null>][];
     if (!Array.isArray(list) || !list.every(wellFormed)) return { from, commits: null };
     return {
       from,
