@@ -8,8 +8,18 @@ import type { Dialect, SqlValue } from "./types";
 import type { ResourceDef } from "../definitions/types";
 import { isCompound, searchFields } from "../definitions/derived";
 
-/** A SQL string literal. */
+/** A SQL string literal (names and other text resd writes itself). */
 export const lit = (s: string) => `'${s.replace(/'/g, "''")}'`;
+
+/**
+ * Any text as a SQL literal, as libpq's PQescapeLiteral writes it: an escape string (`E'…'`) with
+ * quotes and backslashes doubled means the same whatever `standard_conforming_strings` says.
+ * PostgreSQL's text cannot hold a NUL, which a parameter would refuse too.
+ */
+export function textLit(s: string): string {
+  if (s.includes("\0")) throw new Error("text with a NUL character cannot be stored");
+  return `E'${s.replace(/\\/g, "\\\\").replace(/'/g, "''")}'`;
+}
 
 /** The stored columns of a record, as the rest of resd reads them (int8 comes back as text otherwise). */
 export const PG_COLS = "uuid, data::text AS data, _created::float8 AS _created, _modified::float8 AS _modified, _created_by, _modified_by";

@@ -70,6 +70,11 @@ export class TxWrites {
     if (rows.length > MAX_NEW_ROWS) this.rewrite(resource);
   }
 
+  /** Rows for `resource` are on their way (the creates a group writes with its COMMIT): it gets its mark. */
+  expect(resource: string): void {
+    if (!this.rewritten.has(resource) && !this.added.has(resource)) this.added.set(resource, []);
+  }
+
   rewrite(resource: string): void {
     this.added.delete(resource);
     this.rewritten.add(resource);

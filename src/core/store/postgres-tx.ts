@@ -8,7 +8,7 @@
  */
 import type { ReservedSQL, SQL } from "bun";
 import { AppError } from "../errors";
-import { historyCols, numbered, PG_COLS, type PgDialect } from "./postgres-dialect";
+import { historyCols, numbered, PG_COLS, textLit, type PgDialect } from "./postgres-dialect";
 import { insertPgJob } from "./postgres-jobs";
 import { LAST_CHANGE_SQL, markOf, markSql, SlotPool } from "./postgres-marks";
 import { TxWrites, type OwnCommits } from "./postgres-own";
@@ -23,6 +23,16 @@ const INSERT_BATCH = 500;
 const TX_ATTEMPTS = 3;
 
 export type PgError = Error & { errno?: string; constraint?: string; detail?: string };
+type Opened = { db: ReservedSQL; xid: number | null };
+
+/** How long a spare transaction waits for a write before it is rolled back. */
+const SPARE_IDLE_MS = 1000;
+
+/** PostgreSQL refused a statement (not a deadlock, a conflict or the time budget, which `run` handles). */
+const refused = (e: unknown) => {
+  const code = (e as PgError).errno;
+  return code !== undefined && code !== "40P01" && code !== "40001" && code !== "57014";
+};
 
 export class PgTransactions {
   /** Per unique index, the field it guards (for the 422 naming it); filled by the schema sync. */
@@ -51,32 +61,30 @@ export class PgTransactions {
    * BEGIN … COMMIT on a reserved connection. PostgreSQL ends one of two transactions that wait on
    * each other (deadlock) or conflict; that one runs again from the start, up to three times.
    * `committing`: told when the transaction has done its work and only the COMMIT is left. A
-   * transaction that announces may write records: it learns its id at BEGIN (in the same message),
-   * which tells the caches whether a read saw its commit (postgres-own.ts).
+   * transaction that announces may write records: it knows its id before its COMMIT, which tells
+   * the caches whether a read saw its commit (postgres-own.ts). Creates held in `buffer` go in the
+   * COMMIT's message.
    */
-  async run<T>(fn: (db: ReservedSQL, writes: TxWrites, after: (() => void)[]) => Promise<T>, announce: boolean, committing?: () => void): Promise<T> {
+  async run<T>(fn: (db: ReservedSQL, writes: TxWrites, after: (() => void)[], buffer: InsertBuffer) => Promise<T>, announce: boolean, committing?: () => void): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const writes = new TxWrites();
       const after: (() => void)[] = [];
-      let db: ReservedSQL;
-      try {
-        db = await this.writeSql.reserve();
-      } catch (e) {
-        throw new AppError(503, "SERVICE_UNAVAILABLE", `the database does not answer: ${(e as Error).message}`, { retryAfter: 5 });
-      }
+      const buffer = new InsertBuffer(this.dialect, writes);
+      const { db, xid } = await this.open(announce);
       const slot = this.slots.take();
       let sent: ReturnType<OwnCommits["sending"]> | null = null;
       try {
-        let xid: number | null = null;
-        if (announce) {
-          const begun = (await db.unsafe(`${this.begin}; SELECT pg_current_xact_id()::text AS x`)) as unknown as { x: string }[][];
-          xid = Number(begun[begun.length - 1]![0]!.x);
-        } else await db.unsafe(this.begin);
-        const value = await fn(db, writes, after);
+        const value = await fn(db, writes, after, buffer);
         committing?.();
+        const held = buffer.held();
         if (xid !== null && writes.size) sent = this.own.sending(xid, writes);
-        // The marks and the COMMIT in one message: one round trip fewer per write.
-        await db.unsafe(writes.size ? `${markSql(writes.resources(), this.slots.slot(slot))}; COMMIT` : "COMMIT");
+        // The held creates, the marks and the COMMIT in one message: one round trip for a group of creates.
+        const message = `${held.sql}${writes.size ? `${markSql(writes.resources(), this.slots.slot(slot))}; ` : ""}COMMIT`;
+        const results = await db.unsafe(message).catch((e: unknown) => {
+          // A held create refused (a clash of uuids): whose is not known, the group finds out.
+          throw held.sql && refused(e) ? new BufferFailed(null, e) : e;
+        }) as unknown as unknown[][];
+        held.took(results);
         if (sent) {
           const revised = this.own.committed(sent);
           sent = null;
@@ -92,13 +100,92 @@ export class PgTransactions {
         await db.unsafe("ROLLBACK").catch(() => {});
         const code = (e as PgError).errno;
         if ((code === "40P01" || code === "40001") && attempt < TX_ATTEMPTS) continue;
-        if (code === "57014") throw new AppError(503, "SERVICE_UNAVAILABLE", `the write ran past its time budget (RESD_QUERY_TIMEOUT ${this.queryBudgetMs} ms)`, { retryAfter: 5 });
-        throw e;
+        throw this.callerError(e);
       } finally {
         this.slots.give(slot);
         db.release();
       }
     }
+  }
+
+  /**
+   * A transaction opened ahead, with its id, for the next write that announces (a group of
+   * creates then takes one round trip, its COMMIT's): under writes, each write opens the next one's.
+   */
+  private spare: { open: Promise<Opened>; timer: ReturnType<typeof setTimeout> } | null = null;
+  private closed = false;
+
+  private async open(announce: boolean): Promise<Opened> {
+    if (announce) {
+      const spare = this.spare;
+      this.spare = null;
+      this.prime();
+      if (spare) {
+        clearTimeout(spare.timer);
+        // One that failed to open leaves the write to open its own.
+        const opened = await spare.open.catch(() => null);
+        if (opened) return opened;
+      }
+    }
+    return this.begun(announce);
+  }
+
+  /** Opens the spare transaction; rolled back if no write takes it soon (it holds back PostgreSQL's cleanup while open). */
+  private prime(): void {
+    if (this.spare || this.closed) return;
+    const open = this.begun(true);
+    open.catch(() => {});
+    const timer = setTimeout(() => {
+      if (this.spare?.open !== open) return;
+      this.spare = null;
+      void open.then((o) => this.discard(o), () => {});
+    }, SPARE_IDLE_MS);
+    timer.unref?.();
+    this.spare = { open, timer };
+  }
+
+  private async discard(o: Opened): Promise<void> {
+    await o.db.unsafe("ROLLBACK").catch(() => {});
+    o.db.release();
+  }
+
+  /** Rolls the spare transaction back; none is opened after. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const spare = this.spare;
+    this.spare = null;
+    if (!spare) return;
+    clearTimeout(spare.timer);
+    const o = await spare.open.catch(() => null);
+    if (o) await this.discard(o);
+  }
+
+  /** A reserved connection with a transaction open on it, and its id when it announces (in the same message as BEGIN). */
+  private async begun(announce: boolean): Promise<Opened> {
+    let db: ReservedSQL;
+    try {
+      db = await this.writeSql.reserve();
+    } catch (e) {
+      throw new AppError(503, "SERVICE_UNAVAILABLE", `the database does not answer: ${(e as Error).message}`, { retryAfter: 5 });
+    }
+    try {
+      if (!announce) {
+        await db.unsafe(this.begin);
+        return { db, xid: null };
+      }
+      const begun = (await db.unsafe(`${this.begin}; SELECT pg_current_xact_id()::text AS x`)) as unknown as { x: string }[][];
+      return { db, xid: Number(begun[begun.length - 1]![0]!.x) };
+    } catch (e) {
+      await db.unsafe("ROLLBACK").catch(() => {});
+      db.release();
+      throw e;
+    }
+  }
+
+  /** What a write's caller is told of PostgreSQL's error `e`: past the time budget is a 503, the rest as it is. */
+  callerError(e: unknown): unknown {
+    if ((e as PgError).errno !== "57014") return e;
+    return new AppError(503, "SERVICE_UNAVAILABLE", `the write ran past its time budget (RESD_QUERY_TIMEOUT ${this.queryBudgetMs} ms)`, { retryAfter: 5 });
   }
 
   /** Maps constraint failures to domain errors; everything else stays an internal error (`named`: with the record it was about). */
@@ -111,11 +198,6 @@ export class PgTransactions {
     }
     if (named) throw new Error(`${resource}/${uuid}: ${err.message}`, { cause: e });
     throw e;
-  }
-
-  /** Where a group holds back its creates (see InsertBuffer); `writes` hears of the rows once written. */
-  insertBuffer(writes: TxWrites): InsertBuffer {
-    return new InsertBuffer(this.dialect, writes);
   }
 
   private cursors = 0;
@@ -280,7 +362,9 @@ export class BufferFailed extends Error {
  * Creates of a group held back and written together, a statement per resource: a record table's
  * trigger and indexes cost PostgreSQL far less per row that way (16 rows to a statement: 8,000 rows
  * a second against 3,000 one by one, bench/scale-out). Only creates that nothing but a clash of
- * uuids can refuse are held (no unique field); such a clash is told to the write that made it.
+ * uuids can refuse are held (no unique field). They go in the COMMIT's message (`held`), or before
+ * a statement of the group that must see them (`flush`, which tells a clash to the write that made
+ * it; in the COMMIT's message it fails the group, whose writes then run again one by one).
  */
 export class InsertBuffer {
   private readonly rows = new Map<string, { recs: StoredRecord[]; owners: unknown[] }>();
@@ -300,6 +384,32 @@ export class InsertBuffer {
     this.count++;
   }
 
+  /**
+   * The held creates as statements to send with the COMMIT, their values written out (a message of
+   * several statements takes no parameters); `took` reads their ids from the message's results.
+   * Without ON CONFLICT: a clash must fail the message, or the COMMIT after it would keep the rest.
+   */
+  held(): { sql: string; took: (results: unknown[][]) => void } {
+    if (!this.count) return { sql: "", took: () => {} };
+    const all = [...this.rows];
+    this.rows.clear();
+    this.count = 0;
+    for (const [resource] of all) this.writes.expect(resource);
+    const sql = all.map(([resource, { recs }]) => `INSERT INTO ${this.dialect.table(resource)} (uuid, data, _created, _modified, _created_by, _modified_by) VALUES ${
+      recs.map((r) => `(${textLit(r.uuid)}, ${textLit(r.data)}::json, ${int(r._created)}, ${int(r._modified)}, ${orNull(r._created_by)}, ${orNull(r._modified_by)})`).join(", ")
+    } RETURNING uuid, id::float8 AS id; `).join("");
+    return {
+      sql,
+      took: (results) => all.forEach(([resource, { recs }], i) => this.took(resource, recs, results[i] as { uuid: string; id: number }[])),
+    };
+  }
+
+  /** The rows written, in the order of their ids: the caches place new records by it. */
+  private took(resource: string, recs: StoredRecord[], made: { uuid: string; id: number }[]): void {
+    const ids = new Map(made.map((m) => [m.uuid, m.id]));
+    for (const r of recs) this.writes.add(resource, { ...r, id: ids.get(r.uuid)! });
+  }
+
   async flush(db: ReservedSQL): Promise<void> {
     const all = [...this.rows];
     this.rows.clear();
@@ -316,9 +426,7 @@ export class InsertBuffer {
         throw new BufferFailed(null, e);
       }
       if (made.length === recs.length) {
-        // The rows in the order of their ids: the caches place new records by it.
-        const ids = new Map(made.map((m) => [m.uuid, m.id]));
-        for (const r of recs) this.writes.add(resource, { ...r, id: ids.get(r.uuid)! });
+        this.took(resource, recs, made);
         continue;
       }
       // The first row of each uuid that went in takes it; any other row of that uuid clashed.
@@ -328,6 +436,12 @@ export class InsertBuffer {
     }
   }
 }
+
+const int = (n: number) => {
+  if (!Number.isSafeInteger(n)) throw new Error(`${n} is not a whole number of seconds`);
+  return String(n);
+};
+const orNull = (s: string | null) => (s === null ? "NULL" : textLit(s));
 
 /** What the other instances are told of a commit: per resource its new rows, or null where it wrote anything else. */
 function told(xid: number, writes: TxWrites): ToldCommit {

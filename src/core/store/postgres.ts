@@ -245,6 +245,7 @@ export class PgStore implements Store {
       await store.watch.look();
       store.watch.start();
     } catch (e) {
+      await store.txs.close();
       await Promise.all(store.pools().map((p) => p.close())).catch(() => {});
       const pooler = /unsupported startup parameter/i.test((e as Error).message)
         ? " (a pooler in transaction mode such as PgBouncer: set RESD_DATABASE_DIRECT_URL to a direct connection to the database)" : "";
@@ -660,6 +661,7 @@ export class PgStore implements Store {
   }
 
   async close(): Promise<void> {
+    await this.txs.close();
     await this.gramIndex.close();
     if (this.folding) clearInterval(this.folding);
     this.watch.stop();
