@@ -173,11 +173,11 @@ function without(g: FilterGroup, keys: Set<string>): FilterGroup {
   };
 }
 
-/** Every key of a group. */
-export function* keysOf(g: FilterGroup): Iterable<string> {
-  yield* g.counts;
-  yield* g.partial;
-  for (const o of g.orders.values()) yield* o.pages.keys();
+/** Every key of a group, in an array of its own (the group may change while it is gone through). */
+export function keysOf(g: FilterGroup): string[] {
+  const keys = [...g.counts, ...g.partial];
+  for (const o of g.orders.values()) for (const key of o.pages.keys()) keys.push(key);
+  return keys;
 }
 
 /** Full pages of an order, by where they end (then where they start). */
@@ -400,14 +400,14 @@ export class CommitMemo {
       const groups = this.groupsOf.get(resource);
       if (!groups?.size) continue;
       if (w === "rewritten") {
-        for (const g of [...groups.values()]) for (const key of [...keysOf(g)]) this.memo.delete(key);
+        for (const g of [...groups.values()]) for (const key of keysOf(g)) this.memo.delete(key);
         continue;
       }
       let revised = [...groups.values()];
       if (judge) {
         const held = new Set<string>();
         for (const g of revised) {
-          for (const key of [...keysOf(g)]) {
+          for (const key of keysOf(g)) {
             const verdict = judge(this.stamps.get(key));
             if (verdict === "drop") this.memo.delete(key);
             else if (verdict === "keep") held.add(key);

@@ -38,17 +38,17 @@ type Reviser = (writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[
 export const stampOf = (snapshot: string | null): ReadStamp | undefined => (snapshot === null ? undefined : { snapshot: parseSnapshot(snapshot) });
 
 /**
- * What an answer stamped `stamp` makes of the rows of commit `xid` (CommitMemo.committed's judge):
+ * What an answer stamped `stamp` makes of the rows of another instance's commit `xid`
+ * (CommitMemo.committed's judge):
  * it takes them when it did not see that commit, and is kept as it is when it did (it was read
  * after the commit and before its notice arrived). Where the rows go among the answer's rows is the
  * reviser's to say, by their keys and then their ids, which kept pages carry: ids are taken at
  * INSERT, not at COMMIT, so a page may hold a row of a later transaction (of this instance or
  * another) whose commit ended first. This instance's own commits are never seen by an answer kept
- * as it is (CommitMemo's settle); an answer without a stamp (an empty page) cannot tell whether it
- * saw another instance's commit, and goes.
+ * as it is (CommitMemo's settle): every answer takes their rows, unjudged. An answer without a stamp
+ * (an empty page) cannot tell whether it saw another instance's commit, and goes.
  */
-export function takesRows(stamp: unknown, xid: number, own = false): "revise" | "keep" | "drop" {
-  if (own) return "revise";
+export function takesRows(stamp: unknown, xid: number): "revise" | "keep" | "drop" {
   if (!stamp || typeof stamp !== "object") return "drop";
   return ended((stamp as ReadStamp).snapshot, xid) ? "keep" : "revise";
 }

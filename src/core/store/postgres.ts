@@ -135,8 +135,10 @@ export class PgStore implements Store {
         this.gramLists.dropAll();
         throw e;
       }
+      // Every answer takes this instance's own rows (takesRows): nothing to judge answer by answer,
+      // which cost a few per cent of the event loop with some 400 pages kept.
       this.memo.committed(writes, (resource, _above, groups, valueOf) => reviseAdded(this.judge, added.get(resource) ?? [], groups, valueOf),
-        (stamp) => takesRows(stamp, xid, own));
+        own ? undefined : (stamp) => takesRows(stamp, xid));
     };
     this.own = new OwnCommits(this.memo, revise(true), this.queryBudgetMs + COMMIT_PATIENCE_MS, () => this.othersCommitted(), revise(false));
     this.gramIndex = new PgGramIndex(this.gramLists, (resource) => this.searchTexts(resource), (resource) => this.dialect.plainSearch.get(resource) ?? null,
