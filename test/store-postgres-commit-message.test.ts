@@ -119,3 +119,21 @@ test("the transaction opened ahead for the next write is rolled back when none c
   expect(openTransactions(url)).toBe(0);
   expect(psql(url, `SELECT string_agg(data->>'title', ',' ORDER BY id) FROM "r:items"`)).toBe("first,second");
 });
+
+test("where the server ends idle transactions sooner (idle_in_transaction_session_timeout), the one opened ahead waits less: a write after a pause still works", async () => {
+  if (!PG) throw new Error("needs RESD_TEST_POSTGRES_URL");
+  const url = databases.create("resd_idle");
+  psql(url, `ALTER DATABASE ${new URL(url).pathname.slice(1)} SET idle_in_transaction_session_timeout = '400ms'`);
+  const s = await PgStore.open(url);
+  open.push(s);
+  await s.syncSchema([items]);
+  await s.transaction(async (tx) => tx.insert("items", row("first", 1)));
+  // Rolled back after a quarter of the server's limit.
+  await Bun.sleep(250);
+  expect(openTransactions(url)).toBe(0);
+  await s.transaction(async (tx) => tx.insert("items", row("second", 2)));
+  // Past the server's limit: a transaction still waiting then would have lost its connection.
+  await Bun.sleep(600);
+  await s.transaction(async (tx) => tx.insert("items", row("third", 3)));
+  expect(psql(url, `SELECT string_agg(data->>'title', ',' ORDER BY id) FROM "r:items"`)).toBe("first,second,third");
+});

@@ -28,11 +28,12 @@ type Opened = { db: ReservedSQL; xid: number | null };
 /** How long a spare transaction waits for a write before it is rolled back. */
 const SPARE_IDLE_MS = 1000;
 
-/** PostgreSQL refused a statement (not a deadlock, a conflict or the time budget, which `run` handles). */
-const refused = (e: unknown) => {
-  const code = (e as PgError).errno;
-  return code !== undefined && code !== "40P01" && code !== "40001" && code !== "57014";
-};
+/**
+ * PostgreSQL refused a statement for what it holds (a data exception, class 22, or a broken
+ * constraint, class 23): nothing of the transaction stays. Not a lost connection (class 08, 57):
+ * a COMMIT may have gone through before it.
+ */
+const refused = (e: unknown) => /^2[23]/.test((e as PgError).errno ?? "");
 
 export class PgTransactions {
   /** Per unique index, the field it guards (for the 422 naming it); filled by the schema sync. */
@@ -132,16 +133,29 @@ export class PgTransactions {
 
   /** Opens the spare transaction; rolled back if no write takes it soon (it holds back PostgreSQL's cleanup while open). */
   private prime(): void {
-    if (this.spare || this.closed) return;
+    if (this.spare || this.closed || !this.spareIdleMs) return;
     const open = this.begun(true);
     open.catch(() => {});
     const timer = setTimeout(() => {
       if (this.spare?.open !== open) return;
       this.spare = null;
       void open.then((o) => this.discard(o), () => {});
-    }, SPARE_IDLE_MS);
+    }, this.spareIdleMs);
     timer.unref?.();
     this.spare = { open, timer };
+  }
+
+  private spareIdleMs = SPARE_IDLE_MS;
+
+  /**
+   * The server ends a session whose transaction stays idle past `idleMs`
+   * (idle_in_transaction_session_timeout; 0: never): a spare then waits at most a quarter of that,
+   * and none is opened below 200 ms (the write that took it would find its connection gone).
+   */
+  serverIdleLimit(idleMs: number): void {
+    if (idleMs <= 0) return;
+    const wait = Math.min(SPARE_IDLE_MS, Math.floor(idleMs / 4));
+    this.spareIdleMs = wait >= 50 ? wait : 0;
   }
 
   private async discard(o: Opened): Promise<void> {

@@ -234,8 +234,10 @@ export class PgStore implements Store {
         store.listened = true;
       });
       // Text in code point order (a C collation) is compared in JavaScript when cached pages are revised.
-      const [collation] = await store.sql.unsafe(`SELECT datcollate AS c, to_jsonb(d)->>'datlocprovider' AS p, lower('I') = 'i' AS ascii
-        FROM pg_database d WHERE datname = current_database()`) as { c: string; p: string | null; ascii: boolean }[];
+      const [collation] = await store.sql.unsafe(`SELECT datcollate AS c, to_jsonb(d)->>'datlocprovider' AS p, lower('I') = 'i' AS ascii,
+        (SELECT setting::int FROM pg_settings WHERE name = 'idle_in_transaction_session_timeout') AS idle
+        FROM pg_database d WHERE datname = current_database()`) as { c: string; p: string | null; ascii: boolean; idle: number | null }[];
+      store.txs.serverIdleLimit(Number(collation?.idle ?? 0));
       store.judge = pgJudge(store.dialect, /^(C|POSIX|C\.UTF-?8)$/i.test(collation?.c ?? "") && (collation?.p ?? "c") !== "i");
       // Kept search lists fold text a character at a time, as libc lowers it. ICU (and the builtin
       // provider's full mapping) may lower one letter to several ("İ", Lithuanian "Ì"), and a Turkic
