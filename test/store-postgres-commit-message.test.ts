@@ -6,24 +6,17 @@
  * - the transaction opened ahead does not stay open: it is rolled back when no write comes for a
  *   second, and when the store closes.
  */
-import { afterAll, afterEach, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { PgStore } from "../src/core/store/postgres";
 import { textLit } from "../src/core/store/postgres-dialect";
 import { compileList } from "../src/core/query/compile";
 import { parseListParams } from "../src/core/query/parse";
 import { buildDefinition } from "../src/core/definitions/load";
 import type { StoredRecord } from "../src/core/store/types";
-import { databasesOn, psql } from "./helpers/psql";
+import { psql } from "./helpers/psql";
+import { PG, pgStores } from "./helpers/pg-stores";
 
-const PG = process.env.RESD_TEST_POSTGRES_URL || process.env.RESD_TEST_DATABASE_URL || "";
-const open: PgStore[] = [];
-const databases = databasesOn(PG);
-afterEach(async () => {
-  for (const s of open.splice(0)) await s.close();
-});
-afterAll(() => {
-  databases.dropAll();
-});
+const { open, databases } = pgStores();
 
 const def = (name: string) => buildDefinition(name, { fields: { title: { type: "text" }, n: { type: "number" } } } as never, null);
 const items = def("items");

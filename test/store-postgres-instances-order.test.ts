@@ -7,23 +7,15 @@
  * - another instance's creates, told with their rows, are revised into the kept pages and totals
  *   (not dropping them all), and every answer still equals a fresh read.
  */
-import { afterAll, afterEach, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { PgStore } from "../src/core/store/postgres";
 import { compileList } from "../src/core/query/compile";
 import { parseListParams } from "../src/core/query/parse";
 import { buildDefinition } from "../src/core/definitions/load";
 import type { StoredRecord } from "../src/core/store/types";
-import { databasesOn } from "./helpers/psql";
+import { PG, pgStores } from "./helpers/pg-stores";
 
-const PG = process.env.RESD_TEST_POSTGRES_URL || process.env.RESD_TEST_DATABASE_URL || "";
-const open: PgStore[] = [];
-const databases = databasesOn(PG);
-afterEach(async () => {
-  for (const s of open.splice(0)) await s.close();
-});
-afterAll(() => {
-  databases.dropAll();
-});
+const { open, databases } = pgStores();
 
 const items = buildDefinition("items", {
   fields: { title: { type: "text" }, year: { type: "number" }, status: { type: "select", options: { new: "New", open: "Open", done: "Done" } } },
