@@ -23,7 +23,7 @@
  * pages is long: 1,980 creates a second at c8 against 1,580 with three round trips (alternating runs).
  */
 import { AppError } from "../errors";
-import { BufferFailed, type PgTransactions } from "./postgres-tx";
+import { BufferFailed, retried, type PgTransactions } from "./postgres-tx";
 import type { StoreTx } from "./types";
 
 /**
@@ -49,8 +49,6 @@ class GroupBroken extends Error {
 const errno = (e: unknown) => (e as { errno?: string }).errno;
 /** PostgreSQL refused a statement because an earlier one of the transaction had failed. */
 const afterEarlierFailure = (e: unknown) => errno(e) === "25P02";
-/** PostgreSQL ended the transaction to break a deadlock or a serialization conflict. */
-const retried = (e: unknown) => errno(e) === "40P01" || errno(e) === "40001";
 
 export class PgWriteGroups {
   private readonly queue: Job[] = [];

@@ -28,6 +28,15 @@ type Opened = { db: ReservedSQL; xid: number | null };
 /** How long a spare transaction waits for a write before it is rolled back. */
 const SPARE_IDLE_MS = 1000;
 
+/** The start of an INSERT of stored records into `table`. */
+const insertInto = (table: string) => `INSERT INTO ${table} (uuid, data, _created, _modified, _created_by, _modified_by)`;
+
+/** PostgreSQL ended the transaction to break a deadlock or a serialization conflict: it may run again. */
+export const retried = (e: unknown) => {
+  const code = (e as PgError).errno;
+  return code === "40P01" || code === "40001";
+};
+
 /**
  * PostgreSQL refused a statement for what it holds (a data exception, class 22, or a broken
  * constraint, class 23): nothing of the transaction stays. Not a lost connection (class 08, 57):
@@ -99,8 +108,7 @@ export class PgTransactions {
       } catch (e) {
         if (sent) this.own.failed(sent);
         await db.unsafe("ROLLBACK").catch(() => {});
-        const code = (e as PgError).errno;
-        if ((code === "40P01" || code === "40001") && attempt < TX_ATTEMPTS) continue;
+        if (retried(e) && attempt < TX_ATTEMPTS) continue;
         throw this.callerError(e);
       } finally {
         this.slots.give(slot);
@@ -114,6 +122,7 @@ export class PgTransactions {
    * creates then takes one round trip, its COMMIT's): under writes, each write opens the next one's.
    */
   private spare: { open: Promise<Opened>; timer: ReturnType<typeof setTimeout> } | null = null;
+  private spareIdleMs = SPARE_IDLE_MS;
   private closed = false;
 
   private async open(announce: boolean): Promise<Opened> {
@@ -144,8 +153,6 @@ export class PgTransactions {
     timer.unref?.();
     this.spare = { open, timer };
   }
-
-  private spareIdleMs = SPARE_IDLE_MS;
 
   /**
    * The server ends a session whose transaction stays idle past `idleMs`
@@ -274,11 +281,11 @@ export class PgTransactions {
         let made: { id: number }[];
         if (!this.guarded.has(resource)) {
           // Only the uuid can clash: no savepoint needed (one round trip per row of an import).
-          made = await q(`INSERT INTO ${t(resource)} (uuid, data, _created, _modified, _created_by, _modified_by) VALUES (?, (?::text)::json, ?, ?, ?, ?)
+          made = await q(`${insertInto(t(resource))} VALUES (?, (?::text)::json, ?, ?, ?, ?)
             ON CONFLICT (uuid) DO NOTHING RETURNING id::float8 AS id`, args);
           if (!made.length) throw new AppError(409, "RESOURCE_EXISTS", `${resource}/${rec.uuid} already exists`);
         } else {
-          made = await guardedWrite(resource, rec.uuid, `INSERT INTO ${t(resource)} (uuid, data, _created, _modified, _created_by, _modified_by) VALUES (?, (?::text)::json, ?, ?, ?, ?)
+          made = await guardedWrite(resource, rec.uuid, `${insertInto(t(resource))} VALUES (?, (?::text)::json, ?, ?, ?, ?)
             RETURNING id::float8 AS id`, args);
         }
         writes.add(resource, { ...rec, id: made[0]!.id });
@@ -325,7 +332,7 @@ export class PgTransactions {
           const values = batch.map(() => "(?, (?::text)::json, ?, ?, ?, ?)").join(", ");
           await q("SAVEPOINT batch");
           try {
-            await q(`INSERT INTO ${t(resource)} (uuid, data, _created, _modified, _created_by, _modified_by) VALUES ${values}`,
+            await q(`${insertInto(t(resource))} VALUES ${values}`,
               batch.flatMap((r) => [r.uuid, r.data, r._created, r._modified, r._created_by, r._modified_by]));
             await q("RELEASE SAVEPOINT batch");
           } catch (e) {
@@ -333,7 +340,7 @@ export class PgTransactions {
             await q("ROLLBACK TO SAVEPOINT batch");
             for (const r of batch) {
               try {
-                await q(`INSERT INTO ${t(resource)} (uuid, data, _created, _modified, _created_by, _modified_by) VALUES (?, (?::text)::json, ?, ?, ?, ?)`,
+                await q(`${insertInto(t(resource))} VALUES (?, (?::text)::json, ?, ?, ?, ?)`,
                   [r.uuid, r.data, r._created, r._modified, r._created_by, r._modified_by]);
               } catch (one) {
                 this.writeError(one, resource, r.uuid, true);
@@ -405,17 +412,23 @@ export class InsertBuffer {
    */
   held(): { sql: string; took: (results: unknown[][]) => void } {
     if (!this.count) return { sql: "", took: () => {} };
-    const all = [...this.rows];
-    this.rows.clear();
-    this.count = 0;
+    const all = this.take();
     for (const [resource] of all) this.writes.expect(resource);
-    const sql = all.map(([resource, { recs }]) => `INSERT INTO ${this.dialect.table(resource)} (uuid, data, _created, _modified, _created_by, _modified_by) VALUES ${
+    const sql = all.map(([resource, { recs }]) => `${insertInto(this.dialect.table(resource))} VALUES ${
       recs.map((r) => `(${textLit(r.uuid)}, ${textLit(r.data)}::json, ${int(r._created)}, ${int(r._modified)}, ${orNull(r._created_by)}, ${orNull(r._modified_by)})`).join(", ")
     } RETURNING uuid, id::float8 AS id; `).join("");
     return {
       sql,
       took: (results) => all.forEach(([resource, { recs }], i) => this.took(resource, recs, results[i] as { uuid: string; id: number }[])),
     };
+  }
+
+  /** The held rows, per resource; the buffer is empty after. */
+  private take(): [string, { recs: StoredRecord[]; owners: unknown[] }][] {
+    const all = [...this.rows];
+    this.rows.clear();
+    this.count = 0;
+    return all;
   }
 
   /** The rows written, in the order of their ids: the caches place new records by it. */
@@ -425,13 +438,11 @@ export class InsertBuffer {
   }
 
   async flush(db: ReservedSQL): Promise<void> {
-    const all = [...this.rows];
-    this.rows.clear();
-    this.count = 0;
+    const all = this.take();
     for (const [resource, { recs, owners }] of all) {
       let made: { uuid: string; id: number }[];
       try {
-        made = (await db.unsafe(`INSERT INTO ${this.dialect.table(resource)} (uuid, data, _created, _modified, _created_by, _modified_by)
+        made = (await db.unsafe(`${insertInto(this.dialect.table(resource))}
             SELECT u, d::json, c, m, cb, mb FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[]) AS x(u, d, c, m, cb, mb)
             ON CONFLICT (uuid) DO NOTHING RETURNING uuid, id::float8 AS id`,
         [recs.map((r) => r.uuid), recs.map((r) => r.data), recs.map((r) => r._created), recs.map((r) => r._modified),
