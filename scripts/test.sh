@@ -4,6 +4,10 @@
 # for the run (scripts/postgres.sh) unless RESD_TEST_POSTGRES_URL names a server to use; the
 # two-instance and migrate --to tests use it in the first run. Arguments go to `bun test` (a file
 # filter runs both passes on those files only).
+#
+# Each pass runs its files in RESD_TEST_JOBS worker processes (default 2: most tests wait on servers,
+# pipes and timers, so two keep both cores busy), slowest first by test/timings-<store>.json. After a
+# change to which tests are slow: RESD_TEST_TIMINGS=update bash scripts/test.sh, and commit the files.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 started=""
@@ -15,7 +19,7 @@ if [ -z "${RESD_TEST_POSTGRES_URL:-}" ]; then
 fi
 export RESD_TEST_POSTGRES_URL
 
-# Left out of the second run, to keep CI near a quarter of an hour:
+# Left out of the second run, to keep CI under 20 minutes:
 # - tests that never open a site: unit tests, the SQLite store's own, the binary build, the house rules;
 # - the tests that bring their own PostgreSQL database (scale-out, transfer-migrate-store,
 #   realtime-instances, postgres-pooler: servers on one database of their own; store-postgres-own,
@@ -37,14 +41,16 @@ export RESD_TEST_POSTGRES_URL
 #   validator, the same on both stores).
 SAME_ON_BOTH="admin-accounts|admin-agent-chat|admin-editor-day|admin-realtime|admin-dashboard|admin-media-library|admin-pickers|admin-a11y|admin-narrow|admin-i18n|house-rules|limits-slow-bodies|security-headers|build-sharp|files-units|hooks-unit|jobs-queue-plan|json-members|ops-tar|permissions|query-compiler|release-binary|store-checkpointer|store-counts|store-memo|store-transactions|transfer-format|transfer-keytable|scale-out|transfer-migrate-store|transfer-worker|admin-pages|admin-forms|cli-exit-codes|cli-pipes|ops-config|readme|mask-url|openapi-client|realtime-instances|postgres-pooler|cors|access-cli|ops-backup|records-history|transfer-migrate|store-memo-revise|store-postgres-own|store-postgres-instances-order|store-postgres-counts|store-postgres-commit-message|store-postgres-search-lists|store-postgres-search-lists-attacks|store-search-merge|store-record-cache|hooks-binary|cli-global-options|hooks-startup|docs-records"
 
+JOBS="${RESD_TEST_JOBS:-2}"
+timings() { echo "--timings=test/timings-$1.json"; [ "${RESD_TEST_TIMINGS:-}" = update ] && echo "--update-timings"; }
 logs=$(mktemp -d)
 echo "== tests on SQLite"
-bun test --timeout 60000 "$@" 2>&1 | tee "$logs/sqlite.txt"
+bun test --timeout 60000 --parallel="$JOBS" $(timings sqlite) "$@" 2>&1 | tee "$logs/sqlite.txt"
 first=${PIPESTATUS[0]}
 
 if [ "$#" -gt 0 ]; then targets=("$@"); else mapfile -t targets < <(ls test/*.test.ts | grep -Ev "/($SAME_ON_BOTH)\.test\.ts$"); fi
 echo "== tests on PostgreSQL (${#targets[@]} files)"
-RESD_TEST_DATABASE_URL="$RESD_TEST_POSTGRES_URL" bun test --timeout 60000 "${targets[@]}" 2>&1 | tee "$logs/postgres.txt"
+RESD_TEST_DATABASE_URL="$RESD_TEST_POSTGRES_URL" bun test --timeout 60000 --parallel="$JOBS" $(timings postgres) "${targets[@]}" 2>&1 | tee "$logs/postgres.txt"
 second=${PIPESTATUS[0]}
 
 count() { grep -Eo "^ *[0-9]+ $1\$" "$logs"/*.txt | awk -F: '{ s += $2 } END { print s + 0 }'; }
