@@ -6,9 +6,10 @@
  * dropped without an answer. Here, for every request that declares a body:
  *
  * - it has RESD_BODY_TIMEOUT seconds to arrive, plus one second per RESD_BODY_MIN_RATE bytes it has
- *   sent (see BodyWatch in upload-body.ts); past that its reader answers 408. Bun's timer of the
- *   request follows that deadline, a few seconds behind it (so the 408 goes out first, and a body
- *   nobody reads is still dropped), and gives the handler its usual time once the body is in;
+ *   sent (see BodyWatch in upload-body.ts); past that its reader answers 408. For a body still
+ *   coming a quarter of a second in, Bun's timer of the request follows that deadline, a few
+ *   seconds behind it (so the 408 goes out first, and a body nobody reads is still dropped), and
+ *   gives the handler its usual time once the body is in;
  * - an answer given before the body has all arrived (that 408, a 413, a 401 before the body was
  *   read, a 404) closes the connection: Bun would otherwise read the rest of the body to reuse the
  *   connection, as slowly as the client sends it;

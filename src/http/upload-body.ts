@@ -19,13 +19,32 @@ export type BodyPace = { timeoutMs: number; minRate: number };
 
 /** What the server does as a watched body gets on (see body-limits.ts). */
 export type BodyHooks = {
-  /** The deadline is `msLeft` away now: told when the watch starts and each time the deadline moves. */
+  /** The deadline is `msLeft` away now: told once the body is still coming at a look, and again each time the deadline moved on. */
   due(msLeft: number): void;
-  /** Every byte has arrived. */
+  /** Every byte has arrived, after `due` was told. */
   arrived(): void;
   /** No longer in flight: read to its end, or answered without. */
   settled(): void;
 };
+
+/** How often the watched bodies are looked at; a body is cut off at most this long after its deadline. */
+const TICK_MS = 250;
+const watching = new Set<BodyWatch>();
+let ticker: ReturnType<typeof setInterval> | undefined;
+
+/**
+ * One timer for every body in flight rather than one per request: most bodies are in before the
+ * first look (a JSON create arrives with its headers), and then their watch has cost a set entry,
+ * not a timer and two changes of Bun's timer.
+ */
+function look(): void {
+  const now = performance.now();
+  for (const watch of watching) watch.check(now);
+  if (watching.size === 0) {
+    clearInterval(ticker);
+    ticker = undefined;
+  }
+}
 
 /**
  * How one request's body is getting on (see body-limits.ts, which starts one per request with a
@@ -42,33 +61,42 @@ export class BodyWatch {
   /** Ends the read waiting now, if any; set by the reader while it reads. */
   interrupt: (() => void) | null = null;
   private readonly start = performance.now();
-  private timer: ReturnType<typeof setTimeout> | undefined;
+  /** The deadline the server was last told of; none while the body is young. */
+  private told = -Infinity;
   private settled = false;
 
   constructor(readonly pace: BodyPace, private readonly hooks: BodyHooks) {
-    this.arm();
+    watching.add(this);
+    if (!ticker) {
+      ticker = setInterval(look, TICK_MS);
+      ticker.unref();
+    }
   }
 
   private due(): number {
     return this.start + this.pace.timeoutMs + (this.received / this.pace.minRate) * 1000;
   }
 
-  /** One timer per body, moved on when it fires early (bytes came meanwhile), not one per chunk. */
-  private arm(): void {
-    const left = Math.max(1, Math.ceil(this.due() - performance.now()));
-    this.hooks.due(left);
-    this.timer = setTimeout(() => {
-      if (performance.now() < this.due()) return this.arm();
+  /** Called by the shared timer: cut off past the deadline; a body still coming after a look tells the server when it is due, again whenever that moved on by a second. */
+  check(now: number): void {
+    const due = this.due();
+    if (now >= due) {
       this.expired = true;
+      watching.delete(this);
       this.interrupt?.();
-    }, left);
-    this.timer.unref();
+      return;
+    }
+    if (now - this.start >= TICK_MS && due - this.told >= 1000) {
+      this.told = due;
+      this.hooks.due(Math.ceil(due - now));
+    }
   }
 
   finished(): void {
     if (this.done) return;
     this.done = true;
-    if (!this.settled) this.hooks.arrived();
+    // The server's timer was moved for the body only if the body took long enough to be told.
+    if (!this.settled && this.told !== -Infinity) this.hooks.arrived();
     this.settle();
   }
 
@@ -76,7 +104,7 @@ export class BodyWatch {
   settle(): void {
     if (this.settled) return;
     this.settled = true;
-    clearTimeout(this.timer);
+    watching.delete(this);
     this.hooks.settled();
   }
 }

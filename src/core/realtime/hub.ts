@@ -115,6 +115,8 @@ export class Hub {
   private ring: Entry[] = [];
   private head = 0;
   private ringBytes = 0;
+  /** When a stream last went away: a client can resume within the window after it. */
+  private lastGone = -Infinity;
   /** Changes not yet told to the streams, and the last id told. */
   private queue: Entry[] = [];
   private told = 0;
@@ -211,6 +213,7 @@ export class Hub {
   gone(s: Stream): void {
     if (s.closed) return;
     s.closed = true;
+    this.lastGone = Date.now();
     this.streams.delete(s.id);
     const n = (this.perOwner.get(s.owner) ?? 1) - 1;
     if (n > 0) this.perOwner.set(s.owner, n);
@@ -264,6 +267,17 @@ export class Hub {
   /** Committed changes get their ids (in order) and are told to the streams. */
   publish(changes: Change[]): void {
     const at = Date.now();
+    // No stream open, and none went away within the window: no one can resume, so nothing is kept
+    // (what the window held is older than the window by now). The changes only use up their ids;
+    // a stream opened later is told from the next one. A site without streams saves the encoding
+    // of every write's record.
+    if (this.streams.size === 0 && at - this.lastGone > this.opts.windowMs) {
+      this.last += changes.length;
+      this.ring = [];
+      this.head = 0;
+      this.ringBytes = 0;
+      return;
+    }
     for (const change of changes) {
       const def = this.site.served(change.resource) ?? undefined;
       if (def && "record" in change) cut(def, change);
