@@ -40,6 +40,8 @@ export type Running = {
  * count); a request with a body gets its body's deadline instead, then this from the body's end.
  */
 const IDLE_TIMEOUT_S = 30;
+/** How long start-up waits for the store to hear every other instance (a transaction of theirs that runs on). */
+const READY_WAIT_MS = 10_000;
 
 /** Bun's default body cap is 128 MiB; a larger upload limit must raise it (multipart adds a little). */
 const bodyCap = (maxUpload: number) => Math.max(128 * 1024 * 1024, maxUpload + 1024 * 1024);
@@ -207,6 +209,8 @@ function exitOnSignals(stop: () => Promise<void>) {
 export async function startServer(site: Site, opts: { quiet?: boolean; signals?: boolean } = {}): Promise<Running> {
   setLogFormat(resolveLogFormat(site.config.logFormat));
   await startHooks(site); // extensions load (or start-up fails) before anything listens
+  // No realtime stream may open before other instances' commits are all told here.
+  await site.store.ready?.(READY_WAIT_MS);
   const hub = site.config.realtimeMaxStreams > 0 ? new Hub(site, realtimeOptions(site)) : null;
   await hub?.start();
   const app = createApp(site, hub);

@@ -55,7 +55,8 @@ export class PgTransactions {
 
   /**
    * `begin`: the statement that opens a transaction (with its time budget behind a pooler);
-   * `announced`: called once a commit that announces is done (the store's version moves, the others are told);
+   * `announced`: called once a commit that announces is done (the store's version moves, the others are told),
+   * with whether another resd process used the database as it committed (`others`, a query sent with the COMMIT);
    * `own`: where commits of records are revised into the cached answers, in order.
    */
   constructor(
@@ -63,8 +64,9 @@ export class PgTransactions {
     private readonly dialect: PgDialect,
     private readonly queryBudgetMs: number,
     private readonly begin: string,
-    private readonly announced: (commit: ToldCommit | null) => void,
+    private readonly announced: (commit: ToldCommit | null, others: boolean) => void,
     private readonly own: OwnCommits,
+    private readonly others: string,
   ) {}
 
   /**
@@ -89,7 +91,8 @@ export class PgTransactions {
         const held = buffer.held();
         if (xid !== null && writes.size) sent = this.own.sending(xid, writes);
         // The held creates, the marks and the COMMIT in one message: one round trip for a group of creates.
-        const message = `${held.sql}${writes.size ? `${markSql(writes.resources(), this.slots.slot(slot))}; ` : ""}COMMIT`;
+        // A commit that announces asks, last before its COMMIT, whether anyone is there to tell.
+        const message = `${held.sql}${writes.size ? `${markSql(writes.resources(), this.slots.slot(slot))}; ` : ""}${announce ? `${this.others}; ` : ""}COMMIT`;
         const results = await db.unsafe(message).catch((e: unknown) => {
           // A held create refused (a clash of uuids): whose is not known, the group finds out.
           throw held.sql && refused(e) ? new BufferFailed(null, e) : e;
@@ -103,7 +106,7 @@ export class PgTransactions {
         // After-commit work first (the realtime feed hands its messages to the bus there): the notice
         // of this commit then goes out with them in one statement (Announcer).
         for (const f of after) queueMicrotask(f);
-        if (announce) this.announced(xid !== null && writes.size ? told(xid, writes) : null);
+        if (announce) this.announced(xid !== null && writes.size ? told(xid, writes) : null, othersIn(results));
         return value;
       } catch (e) {
         if (sent) this.own.failed(sent);
@@ -469,6 +472,12 @@ const int = (n: number) => {
 const orNull = (s: string | null) => (s === null ? "NULL" : textLit(s));
 
 /** What the other instances are told of a commit: per resource its new rows, or null where it wrote anything else. */
+/** The answer of the query for other processes, the statement before the COMMIT's (none: assume there are). */
+function othersIn(results: unknown[][]): boolean {
+  const row = results[results.length - 2]?.[0] as { others?: unknown } | undefined;
+  return row?.others !== false;
+}
+
 function told(xid: number, writes: TxWrites): ToldCommit {
   const out: ToldCommit["writes"] = {};
   for (const r of writes.resources()) out[r] = writes.added.get(r) ?? null;

@@ -29,6 +29,7 @@ import { PgJobs } from "./postgres-jobs";
 import { PgAccessStore } from "./access-postgres";
 import { FOLD_BATCH, foldCounts, maintainedCount } from "./postgres-counts";
 import { FairGate } from "./fair-share";
+import { Arrival, othersQuery } from "./postgres-presence";
 import type { AccessStore, InstanceBus, CompiledQuery, DetachedReads, HistoryEntry, SchemaChange, SqlValue, Store, StoreTx, StoredRecord, TxOptions } from "./types";
 
 /** Rows per cached page (larger pages are not kept). */
@@ -64,7 +65,13 @@ const RESERVED_READS = 2;
 /** Beyond the query budget, how long a COMMIT may go unanswered before later commits stop waiting for it (see OwnCommits). */
 const COMMIT_PATIENCE_MS = 5000;
 
-const APPLICATION = `resd/${hostname()}/${process.pid}`.slice(0, 63);
+const PROCESS = `resd/${hostname()}/${process.pid}`;
+let stores = 0;
+/** This store's connections' name: its process, and which store of the process (each keeps caches of its own). */
+const applicationName = () => {
+  const suffix = `/${++stores}`;
+  return `${PROCESS.slice(0, 63 - suffix.length)}${suffix}`;
+};
 /** How often committed count deltas are folded into the counts (postgres-counts.ts), and how much at most at a time. */
 const FOLD_EVERY_MS = 1000;
 const FOLD_ROUNDS = 40;
@@ -90,6 +97,7 @@ export class PgStore implements Store {
   private readonly writeSql: SQL;
   private readonly memo: CommitMemo;
   private readonly instance = crypto.randomUUID();
+  private readonly application = applicationName();
   private local = 0;
   private listening: { unlisten(): Promise<void> } | null = null;
   private folding: ReturnType<typeof setInterval> | null = null;
@@ -113,7 +121,7 @@ export class PgStore implements Store {
       // the time budget is refused (it is set in each transaction instead).
       prepare: !pooled,
       // Named per process, so that a process can tell which other resd processes use the database.
-      connection: { application_name: APPLICATION, ...(pooled ? {} : { statement_timeout: this.queryBudgetMs }) },
+      connection: { application_name: this.application, ...(pooled ? {} : { statement_timeout: this.queryBudgetMs }) },
     };
     // Two pools: a write waits for the row locks of other writes (on every instance) while it holds
     // its connection; with one pool, waiting writes took every connection and pages waited behind
@@ -121,11 +129,12 @@ export class PgStore implements Store {
     this.sql = new SQL(url, options);
     this.writeSql = new SQL(url, options);
     // LISTEN holds a session: through a pooler it needs a connection of its own to the database.
-    this.listenSql = pooled ? new SQL(opts.directUrl!, { max: 1, connectionTimeout: 10, connection: { application_name: APPLICATION } }) : this.sql;
+    this.listenSql = pooled ? new SQL(opts.directUrl!, { max: 1, connectionTimeout: 10, connection: { application_name: this.application } }) : this.sql;
     this.budget = pooled ? `; SET LOCAL statement_timeout = ${Math.floor(this.queryBudgetMs)}` : "";
     const cacheBytes = opts.cacheMaxBytes ?? DEFAULT_CACHE_BYTES;
-    this.memo = new CommitMemo(memoShare(cacheBytes), () => this.foreign);
-    this.gramLists = new GramLists(listShare(cacheBytes), () => this.foreign);
+    this.arrival = new Arrival(this.sql, this.application);
+    this.memo = new CommitMemo(memoShare(cacheBytes), () => this.othersVersion());
+    this.gramLists = new GramLists(listShare(cacheBytes), () => this.othersVersion());
     // New rows take their place in answers that did not see their commit (their stamp, see takesRows).
     const revise = (own: boolean) => (writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>, xid: number) => {
       try {
@@ -143,10 +152,11 @@ export class PgStore implements Store {
     this.own = new OwnCommits(this.memo, revise(true), this.queryBudgetMs + COMMIT_PATIENCE_MS, () => this.othersCommitted(), revise(false));
     this.gramIndex = new PgGramIndex(this.gramLists, (resource) => this.searchTexts(resource), (resource) => this.dialect.plainSearch.get(resource) ?? null,
       listShare(cacheBytes), () => this.asciiFolds && this.schemaChanging === 0);
-    this.txs = new PgTransactions(this.writeSql, this.dialect, this.queryBudgetMs, `BEGIN${this.budget}`, (commit) => {
+    this.txs = new PgTransactions(this.writeSql, this.dialect, this.queryBudgetMs, `BEGIN${this.budget}`, (commit, others) => {
       this.local++;
-      this.announcer.announce(commit);
-    }, this.own);
+      this.othersThere = others;
+      if (others) this.announcer.announce(commit);
+    }, this.own, pooled ? "SELECT true AS others" : othersQuery(this.application));
     this.groups = new PgWriteGroups(this.txs);
     this.announcer = new Announcer((payloads) => this.writeSql.unsafe(`SELECT ${payloads.map((_, i) => `pg_notify($1, $${i + 2})`).join(", ")}`, [CHANNEL, ...payloads]), this.instance,
       (e) => console.error("telling the other instances of a commit failed (they notice within two seconds):", e), NOTIFY_MAX_BYTES);
@@ -165,6 +175,14 @@ export class PgStore implements Store {
    * cached answers all go. This instance's own commits revise them instead (postgres-own.ts).
    */
   private foreign = 0;
+  /** Whether the last commit that announced found another resd process to tell (postgres-presence.ts). */
+  private othersThere = true;
+  /** Cold until every change of another process reaches this one: nothing is kept meanwhile. */
+  private readonly arrival: Arrival;
+  /** The version of other processes' commits; while cold, a new one at every ask. */
+  private othersVersion(): number {
+    return this.arrival.warm ? this.foreign : ++this.foreign;
+  }
   private readonly own: OwnCommits;
   /** How this database orders and matches values, as far as JavaScript can tell (set at open). */
   private judge: RowJudge = pgJudge(this.dialect, false);
@@ -194,7 +212,7 @@ export class PgStore implements Store {
    */
   readonly bus: InstanceBus = {
     maxBytes: NOTIFY_MAX_BYTES - this.instance.length - 1,
-    send: (messages) => this.announcer.say(messages),
+    send: (messages) => (this.othersThere ? this.announcer.say(messages) : Promise.resolve()),
     listen: async (fn, lost) => {
       const listener = { fn, lost };
       this.busListeners.add(listener);
@@ -227,7 +245,8 @@ export class PgStore implements Store {
         store.othersTold(parseNotice(payload).commits);
         if (from.startsWith(SCHEMA_NOTICE)) for (const fn of store.schemaListeners) fn();
       }, () => {
-        // Reconnected: notices may have been missed meanwhile.
+        // Reconnected: notices may have been missed meanwhile, and others may have found no one to tell.
+        if (store.listened) void store.arrival.arrive();
         store.othersCommitted();
         for (const fn of store.schemaListeners) fn();
         if (store.listened) for (const l of store.busListeners) l.lost();
@@ -248,6 +267,7 @@ export class PgStore implements Store {
       store.folding.unref();
       await store.watch.look();
       store.watch.start();
+      void store.arrival.arrive();
     } catch (e) {
       await store.txs.close();
       await Promise.all(store.pools().map((p) => p.close())).catch(() => {});
@@ -328,7 +348,12 @@ export class PgStore implements Store {
 
   /** Changes whenever anything commits, here or on another instance (as soon as its notice arrives). */
   version(): number {
-    return this.local;
+    return this.arrival.warm ? this.local : ++this.local;
+  }
+
+  /** Resolves once every commit of another process from now on is told here, or after `maxMs`. */
+  ready(maxMs: number): Promise<void> {
+    return this.arrival.ready(maxMs);
   }
 
   /**
@@ -571,8 +596,11 @@ export class PgStore implements Store {
 
   async otherProcesses(): Promise<string[]> {
     const rows = await this.query<{ app: string }>(`SELECT DISTINCT application_name AS app FROM pg_stat_activity
-      WHERE datname = current_database() AND application_name LIKE 'resd/%' AND application_name <> ?`, [APPLICATION]);
-    return rows.map((r) => r.app.slice("resd/".length));
+      WHERE datname = current_database() AND application_name LIKE 'resd/%'`, []);
+    // `resd/host/pid/store` (`resd/host/pid` before stores were told apart): one entry per process, this one left out.
+    const processOf = (app: string) => app.split("/").slice(0, 3).join("/");
+    const mine = processOf(PROCESS);
+    return [...new Set(rows.map((r) => processOf(r.app)).filter((p) => p !== mine))].map((p) => p.slice("resd/".length));
   }
 
   async *allHistory(): AsyncIterable<HistoryEntry> {
@@ -665,6 +693,7 @@ export class PgStore implements Store {
   }
 
   async close(): Promise<void> {
+    this.arrival.stop();
     await this.txs.close();
     await this.gramIndex.close();
     if (this.folding) clearInterval(this.folding);

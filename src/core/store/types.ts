@@ -143,6 +143,12 @@ export interface Store extends RecordReads {
   count(resource: string, q: Pick<CompiledQuery, "where" | "args" | "counted" | "search" | "caller">): Promise<number>;
   /** A number that changes whenever anything (this process or another) commits; cheap to ask. */
   version(): number;
+  /**
+   * Resolves once every commit of another process is told to this one, or after `maxMs`
+   * (PostgreSQL: a process that just connected waits for commits that asked whether anyone was
+   * there before it came; see postgres-presence.ts). A server waits for it before it listens.
+   */
+  ready?(maxMs: number): Promise<void>;
   /** Milliseconds of the last committed write (create, update or delete) in a resource; 0 if none. */
   lastChange(resource: string): Promise<number>;
   /**
