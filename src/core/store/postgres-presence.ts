@@ -20,11 +20,19 @@ import { textLit } from "./postgres-dialect";
 /** How often an arrival looks whether the transactions it waits for have ended. */
 const LOOK_MS = 50;
 
-/** Other resd processes on this database, by their connections' application_name (`resd/host/pid`). */
-const OTHERS = (application: string) => `datname = current_database() AND application_name LIKE 'resd/%' AND application_name <> ${textLit(application)}`;
+/**
+ * Connections of other resd processes to database `oid`, by their application_name
+ * (`resd/host/pid/store`). The function under pg_stat_activity, without the view's joins: the view
+ * cost PostgreSQL 0.5 ms a commit to plan and run, the function 0.05 ms.
+ */
+const OTHERS = (oid: number, application: string) =>
+  `pg_stat_get_activity(NULL) s WHERE s.datid = ${Math.trunc(oid)} AND s.application_name LIKE 'resd/%' AND s.application_name <> ${textLit(application)}`;
 
 /** The statement a commit sends before its COMMIT: `others` is whether anyone else is there. */
-export const othersQuery = (application: string) => `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE ${OTHERS(application)}) AS others`;
+export const othersQuery = (oid: number, application: string) => `SELECT EXISTS (SELECT 1 FROM ${OTHERS(oid, application)}) AS others`;
+
+/** Until the database is known (and behind a pooler, whose connections' names say nothing): assume someone is there. */
+export const ASSUME_OTHERS = "SELECT true AS others";
 
 export class Arrival {
   /** Every change of another process from now on reaches this one: answers may be kept. */
@@ -35,11 +43,11 @@ export class Arrival {
 
   constructor(private readonly sql: SQL, private readonly application: string) {}
 
-  /** (Again) newly arrived: cold until the transactions other resd processes hold open now have ended. */
-  arrive(): Promise<void> {
+  /** (Again) newly arrived on database `oid`: cold until the transactions other resd processes hold open now have ended. */
+  arrive(oid: number): Promise<void> {
     const generation = ++this.generation;
     this.warm = false;
-    this.settled = this.wait(generation);
+    this.settled = this.wait(generation, oid);
     return this.settled;
   }
 
@@ -52,13 +60,13 @@ export class Arrival {
     this.generation++;
   }
 
-  private async wait(generation: number): Promise<void> {
+  private async wait(generation: number, oid: number): Promise<void> {
     let open: { pid: number; xid: string }[] | null = null;
     while (generation === this.generation) {
       try {
-        open ??= (await this.sql.unsafe(`SELECT pid, backend_xid::text AS xid FROM pg_stat_activity WHERE ${OTHERS(this.application)} AND backend_xid IS NOT NULL`)) as { pid: number; xid: string }[];
+        open ??= (await this.sql.unsafe(`SELECT s.pid, s.backend_xid::text AS xid FROM ${OTHERS(oid, this.application)} AND s.backend_xid IS NOT NULL`)) as { pid: number; xid: string }[];
         if (!open.length) break;
-        const still = (await this.sql.unsafe(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE (pid, backend_xid::text) IN (${open.map((o) => `(${Number(o.pid)}, ${textLit(o.xid)})`).join(", ")})`)) as { n: number }[];
+        const still = (await this.sql.unsafe(`SELECT count(*)::int AS n FROM pg_stat_get_activity(NULL) s WHERE (s.pid, s.backend_xid::text) IN (${open.map((o) => `(${Number(o.pid)}, ${textLit(o.xid)})`).join(", ")})`)) as { n: number }[];
         if (still[0]!.n === 0) break;
       } catch {
         // The database does not answer now (requests report that themselves): cold until it does.

@@ -13,6 +13,7 @@ import { insertPgJob } from "./postgres-jobs";
 import { LAST_CHANGE_SQL, markOf, markSql, SlotPool } from "./postgres-marks";
 import { TxWrites, type OwnCommits } from "./postgres-own";
 import type { ToldCommit } from "./postgres-announce";
+import { ASSUME_OTHERS } from "./postgres-presence";
 import type { HistoryEntry, SqlValue, StoreTx, StoredRecord } from "./types";
 
 /** Rows a stream fetches from its cursor at a time. */
@@ -66,8 +67,10 @@ export class PgTransactions {
     private readonly begin: string,
     private readonly announced: (commit: ToldCommit | null, others: boolean) => void,
     private readonly own: OwnCommits,
-    private readonly others: string,
   ) {}
+
+  /** The statement that asks whether another resd process is there (postgres-presence.ts). */
+  others = ASSUME_OTHERS;
 
   /**
    * BEGIN … COMMIT on a reserved connection. PostgreSQL ends one of two transactions that wait on

@@ -156,7 +156,7 @@ export class PgStore implements Store {
       this.local++;
       this.othersThere = others;
       if (others) this.announcer.announce(commit);
-    }, this.own, pooled ? "SELECT true AS others" : othersQuery(this.application));
+    }, this.own);
     this.groups = new PgWriteGroups(this.txs);
     this.announcer = new Announcer((payloads) => this.writeSql.unsafe(`SELECT ${payloads.map((_, i) => `pg_notify($1, $${i + 2})`).join(", ")}`, [CHANNEL, ...payloads]), this.instance,
       (e) => console.error("telling the other instances of a commit failed (they notice within two seconds):", e), NOTIFY_MAX_BYTES);
@@ -179,6 +179,8 @@ export class PgStore implements Store {
   private othersThere = true;
   /** Cold until every change of another process reaches this one: nothing is kept meanwhile. */
   private readonly arrival: Arrival;
+  /** The database's oid (known once open). */
+  private oid = 0;
   /** The version of other processes' commits; while cold, a new one at every ask. */
   private othersVersion(): number {
     return this.arrival.warm ? this.foreign : ++this.foreign;
@@ -246,7 +248,7 @@ export class PgStore implements Store {
         if (from.startsWith(SCHEMA_NOTICE)) for (const fn of store.schemaListeners) fn();
       }, () => {
         // Reconnected: notices may have been missed meanwhile, and others may have found no one to tell.
-        if (store.listened) void store.arrival.arrive();
+        if (store.listened) void store.arrival.arrive(store.oid);
         store.othersCommitted();
         for (const fn of store.schemaListeners) fn();
         if (store.listened) for (const l of store.busListeners) l.lost();
@@ -254,8 +256,10 @@ export class PgStore implements Store {
       });
       // Text in code point order (a C collation) is compared in JavaScript when cached pages are revised.
       const [collation] = await store.sql.unsafe(`SELECT datcollate AS c, to_jsonb(d)->>'datlocprovider' AS p, lower('I') = 'i' AS ascii,
-        (SELECT setting::int FROM pg_settings WHERE name = 'idle_in_transaction_session_timeout') AS idle
-        FROM pg_database d WHERE datname = current_database()`) as { c: string; p: string | null; ascii: boolean; idle: number | null }[];
+        (SELECT setting::int FROM pg_settings WHERE name = 'idle_in_transaction_session_timeout') AS idle, oid::int AS oid
+        FROM pg_database d WHERE datname = current_database()`) as { c: string; p: string | null; ascii: boolean; idle: number | null; oid: number }[];
+      store.oid = collation!.oid;
+      if (opts.directUrl === undefined) store.txs.others = othersQuery(store.oid, store.application);
       store.txs.serverIdleLimit(Number(collation?.idle ?? 0));
       store.judge = pgJudge(store.dialect, /^(C|POSIX|C\.UTF-?8)$/i.test(collation?.c ?? "") && (collation?.p ?? "c") !== "i");
       // Kept search lists fold text a character at a time, as libc lowers it. ICU (and the builtin
@@ -267,7 +271,7 @@ export class PgStore implements Store {
       store.folding.unref();
       await store.watch.look();
       store.watch.start();
-      void store.arrival.arrive();
+      void store.arrival.arrive(store.oid);
     } catch (e) {
       await store.txs.close();
       await Promise.all(store.pools().map((p) => p.close())).catch(() => {});
