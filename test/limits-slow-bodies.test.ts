@@ -73,6 +73,34 @@ describe("a body trickled a byte at a time", () => {
     expect(r!.closedAt).toBeLessThan((TIMEOUT_S + 2) * 1000);
   }, 20_000);
 
+  test(`a small body (read whole: at most RESD_BODY_MIN_RATE × RESD_BODY_TIMEOUT bytes) is cut off at the deadline too`, async () => {
+    const t = trickle(post("/api/v1/notes"), 2000, '{"title":"', 1000);
+    const r = await within(t.answer, (TIMEOUT_S + 4) * 1000);
+    t.stop();
+    expect(r).not.toBeNull();
+    expect(r!.status).toBe(408);
+    expect(envelope(r!.text)).toMatchObject({ code: 408, success: false, status: "error", message: "REQUEST_TIMEOUT" });
+    expect(r!.closedAt).toBeGreaterThan(TIMEOUT_S * 1000 - 500);
+    expect(r!.closedAt).toBeLessThan((TIMEOUT_S + 2) * 1000);
+  }, 20_000);
+
+  test("a small body that comes in pieces within its time is read whole and answered", async () => {
+    const body = JSON.stringify({ title: "in pieces", body: "x".repeat(400) });
+    const url = new URL(s.base);
+    const socket = connect(Number(url.port), url.hostname);
+    let text = "";
+    socket.on("data", (d) => void (text += d.toString()));
+    socket.write(`${post("/api/v1/notes")}Content-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\n\r\n`);
+    for (let i = 0; i < body.length; i += 100) {
+      await Bun.sleep(150);
+      socket.write(body.slice(i, i + 100));
+    }
+    for (let i = 0; i < 40 && !text.includes("\r\n\r\n{"); i++) await Bun.sleep(50);
+    socket.destroy();
+    expect(Number(text.split(" ")[1])).toBe(201);
+    expect(text).toContain('"title":"in pieces"');
+  });
+
   test("answered before its body was read (405, 404): the connection closes with the answer", async () => {
     for (const [path, status] of [["/api/v1/notes/x/history", 405], ["/no-such-path", 404]] as const) {
       const t = trickle(post(path), 100_000, "{", 500);

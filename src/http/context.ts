@@ -8,7 +8,7 @@ import { AppError, badRequest } from "../core/errors";
 import { authenticate } from "./auth";
 import { errorResponse } from "./errors";
 import { withCachePolicy } from "./cache-control";
-import { limitedBody } from "./upload-body";
+import { bodyBytes } from "./upload-body";
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from "../core/validation/json-depth";
 import { mayHoldSurrogateEscape, UNPAIRED_SURROGATE, unpairedSurrogateAt } from "../core/validation/unicode";
 
@@ -76,9 +76,8 @@ export function withRequestId(res: Response, id: string): Response {
  * empty object, anything unparsable is 400, text that is not valid Unicode 422.
  */
 export async function readJson(request: Request, max = Number.MAX_SAFE_INTEGER): Promise<unknown> {
-  const chunks: Uint8Array[] = [];
-  for await (const chunk of limitedBody(request, max, max)) chunks.push(chunk);
-  const text = Buffer.concat(chunks).toString("utf8");
+  const bytes = await bodyBytes(request, max);
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
   if (text.trim() === "") return {};
   if (jsonDepthExceeds(text)) throw badRequest(`the body nests deeper than ${MAX_JSON_DEPTH} levels`);
   let value: unknown;
