@@ -64,8 +64,9 @@ export class Feed implements ChangeFeed {
     this.deliver(changes);
     const bus = this.store.bus;
     // Handed over at once: the bus sends in the order it is given (a change of a record never
-    // overtakes the one before it), after the notice of its commit and in the same statement.
-    if (bus) {
+    // overtakes the one before it), after the notice of its commit and in the same statement. Not
+    // even encoded when no other instance was there as it committed.
+    if (bus?.heard()) {
       const sent = bus.send(this.messages(bus, changes)).catch((e) => console.error("telling the other instances of a change failed:", e instanceof Error ? e.message : e));
       this.sending.add(sent);
       void sent.finally(() => this.sending.delete(sent));

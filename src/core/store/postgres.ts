@@ -215,6 +215,7 @@ export class PgStore implements Store {
   readonly bus: InstanceBus = {
     maxBytes: NOTIFY_MAX_BYTES - this.instance.length - 1,
     send: (messages) => (this.othersThere ? this.announcer.say(messages) : Promise.resolve()),
+    heard: () => this.othersThere,
     listen: async (fn, lost) => {
       const listener = { fn, lost };
       this.busListeners.add(listener);

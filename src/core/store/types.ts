@@ -186,6 +186,8 @@ export interface InstanceBus {
   readonly maxBytes: number;
   /** Sends to every other instance (not to this one), in order; resolves once the database took them. */
   send(messages: string[]): Promise<void>;
+  /** Whether another instance was there at the last commit: if not, nothing need be sent. */
+  heard(): boolean;
   /**
    * `fn` gets every message of the other instances, in the order they were sent; `lost` is called
    * when some may have been missed (the connection that listens was lost and made again).
