@@ -65,14 +65,17 @@ const RESERVED_READS = 2;
 /** Beyond the query budget, how long a COMMIT may go unanswered before later commits stop waiting for it (see OwnCommits). */
 const COMMIT_PATIENCE_MS = 5000;
 
-const PROCESS = `resd/${hostname()}/${process.pid}`;
-let stores = 0;
-/** This store's connections' name: its process, and which store of the process (each keeps caches of its own). */
+/**
+ * This store's connections' name, `resd/host/pid/store`: each store keeps caches of its own, and
+ * other processes tell whether anyone is there by these names (postgres-presence.ts), so the last
+ * part is random. Two machines (or containers) may share a host name and a PID.
+ */
 const applicationName = () => {
-  const suffix = `/${++stores}`;
-  return `${PROCESS.slice(0, 63 - suffix.length)}${suffix}`;
+  const tail = `/${process.pid}/${crypto.randomUUID().slice(0, 8)}`;
+  return `resd/${hostname().slice(0, 63 - "resd/".length - tail.length)}${tail}`;
 };
-/** How often committed count deltas are folded into the counts (postgres-counts.ts), and how much at most at a time. */
+/** This process, as its stores' names begin: `resd/host/pid`. */
+const processOf = (application: string) => application.split("/").slice(0, 3).join("/");/** How often committed count deltas are folded into the counts (postgres-counts.ts), and how much at most at a time. */
 const FOLD_EVERY_MS = 1000;
 const FOLD_ROUNDS = 40;
 /** Folded rows after which the delta table is vacuumed at once. */
@@ -603,8 +606,7 @@ export class PgStore implements Store {
     const rows = await this.query<{ app: string }>(`SELECT DISTINCT application_name AS app FROM pg_stat_activity
       WHERE datname = current_database() AND application_name LIKE 'resd/%'`, []);
     // `resd/host/pid/store` (`resd/host/pid` before stores were told apart): one entry per process, this one left out.
-    const processOf = (app: string) => app.split("/").slice(0, 3).join("/");
-    const mine = processOf(PROCESS);
+    const mine = processOf(this.application);
     return [...new Set(rows.map((r) => processOf(r.app)).filter((p) => p !== mine))].map((p) => p.slice("resd/".length));
   }
 
