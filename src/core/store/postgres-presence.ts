@@ -56,7 +56,11 @@ export class Arrival {
     return Promise.race([this.settled, Bun.sleep(maxMs)]);
   }
 
+  /** The store closed: it will not be warm. */
+  stopped = false;
+
   stop(): void {
+    this.stopped = true;
     this.generation++;
   }
 

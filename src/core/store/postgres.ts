@@ -137,7 +137,8 @@ export class PgStore implements Store {
     const cacheBytes = opts.cacheMaxBytes ?? DEFAULT_CACHE_BYTES;
     this.arrival = new Arrival(this.sql, this.application);
     this.memo = new CommitMemo(memoShare(cacheBytes), () => this.othersVersion());
-    this.gramLists = new GramLists(listShare(cacheBytes), () => this.othersVersion());
+    // Search lists are only built once warm (warmTexts): they need no cold version of their own.
+    this.gramLists = new GramLists(listShare(cacheBytes), () => this.foreign);
     // New rows take their place in answers that did not see their commit (their stamp, see takesRows).
     const revise = (own: boolean) => (writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>, xid: number) => {
       try {
@@ -153,7 +154,7 @@ export class PgStore implements Store {
         own ? undefined : (stamp) => takesRows(stamp, xid));
     };
     this.own = new OwnCommits(this.memo, revise(true), this.queryBudgetMs + COMMIT_PATIENCE_MS, () => this.othersCommitted(), revise(false));
-    this.gramIndex = new PgGramIndex(this.gramLists, (resource) => this.searchTexts(resource), (resource) => this.dialect.plainSearch.get(resource) ?? null,
+    this.gramIndex = new PgGramIndex(this.gramLists, (resource) => this.warmTexts(resource), (resource) => this.dialect.plainSearch.get(resource) ?? null,
       listShare(cacheBytes), () => this.asciiFolds && this.schemaChanging === 0);
     this.txs = new PgTransactions(this.writeSql, this.dialect, this.queryBudgetMs, `BEGIN${this.budget}`, (commit, others) => {
       this.local++;
@@ -184,10 +185,11 @@ export class PgStore implements Store {
   private readonly arrival: Arrival;
   /** The database's oid (known once open). */
   private oid = 0;
-  /** The version of other processes' commits; while cold, a new one at every ask. */
+  /** The version of other processes' commits; while cold, a new one at every ask (below zero: never one of `foreign`'s). */
   private othersVersion(): number {
-    return this.arrival.warm ? this.foreign : ++this.foreign;
+    return this.arrival.warm ? this.foreign : --this.cold;
   }
+  private cold = 0;
   private readonly own: OwnCommits;
   /** How this database orders and matches values, as far as JavaScript can tell (set at open). */
   private judge: RowJudge = pgJudge(this.dialect, false);
@@ -356,7 +358,7 @@ export class PgStore implements Store {
 
   /** Changes whenever anything commits, here or on another instance (as soon as its notice arrives). */
   version(): number {
-    return this.arrival.warm ? this.local : ++this.local;
+    return this.arrival.warm ? this.local : --this.cold;
   }
 
   /** Resolves once every commit of another process from now on is told here, or after `maxMs`. */
@@ -597,6 +599,18 @@ export class PgStore implements Store {
   }
 
   /** A resource's ids and search texts in id order, in one snapshot (named in each row), for its kept trigram lists. */
+  /**
+   * A resource's search texts for a build of its lists, read once every commit of another process
+   * is told here: lists built while cold could miss a commit nobody told of, and would be kept.
+   */
+  private async *warmTexts(resource: string): AsyncIterable<TextRow> {
+    while (!this.arrival.warm) {
+      if (this.arrival.stopped) return;
+      await this.arrival.ready(1000);
+    }
+    yield* this.searchTexts(resource);
+  }
+
   private searchTexts(resource: string): AsyncIterable<TextRow> {
     const text = this.dialect.searchText.get(resource) ?? "''";
     return this.cursor<TextRow>(`SELECT id::float8 AS id, ${text} AS t, (SELECT pg_current_snapshot()::text) AS s FROM ${this.dialect.table(resource)} ORDER BY id`, [], undefined, TEXT_BATCH);
