@@ -169,7 +169,7 @@ export async function* limitedBody(request: Request, bodyMax: number, max: numbe
   }
 }
 
-/** Bodies up to this size, declared by Content-Length, are read whole (see `wholeBody`). */
+/** Bodies up to this size, declared by Content-Length, are read whole (see `bodyBytes`). */
 const WHOLE_MAX = 64 * 1024;
 
 /**
@@ -183,6 +183,8 @@ export async function bodyBytes(request: Request, max: number): Promise<Uint8Arr
   const watch = watches.get(request);
   const size = declared === null || request.headers.has("transfer-encoding") ? NaN : Number(declared);
   if (watch && size <= WHOLE_MAX && size <= max && size <= (watch.pace.minRate * watch.pace.timeoutMs) / 1000) {
+    // Past its deadline before anyone read it (the handler was slow to start): nothing more will come in time.
+    if (watch.expired) throw bodyTimedOut(watch.pace);
     const bytes = await new Promise<Uint8Array>((resolve, reject) => {
       watch.interrupt = () => reject(bodyTimedOut(watch.pace));
       request.bytes().then(resolve, reject);

@@ -5,7 +5,7 @@
  * without them against 4,022 (c64, 1M records, three alternating runs each).
  *
  * - Each commit that announces asks, in its COMMIT's message, whether another resd process has a
- *   connection to the database (`othersQuery`: pg_stat_activity, by application_name; every
+ *   connection to the database (`othersQuery`: pg_stat_get_activity, by application_name; every
  *   process listens on a connection of its own, direct even behind a pooler). Only when one has
  *   are its notice and messages sent.
  * - A process that connects is seen by every commit that asks after that. A commit that asked
@@ -37,6 +37,8 @@ export const ASSUME_OTHERS = "SELECT true AS others";
 export class Arrival {
   /** Every change of another process from now on reaches this one: answers may be kept. */
   warm = false;
+  /** The store closed: it will not be warm. */
+  stopped = false;
   private settled: Promise<void> = Promise.resolve();
   /** Bumped by every (re)arrival and by stop: an older wait gives up. */
   private generation = 0;
@@ -55,9 +57,6 @@ export class Arrival {
   ready(maxMs: number): Promise<void> {
     return Promise.race([this.settled, Bun.sleep(maxMs)]);
   }
-
-  /** The store closed: it will not be warm. */
-  stopped = false;
 
   stop(): void {
     this.stopped = true;

@@ -469,18 +469,18 @@ export class InsertBuffer {
 }
 
 const int = (n: number) => {
-  if (!Number.isSafeInteger(n)) throw new Error(`${n} is not a whole number of seconds`);
+  if (!Number.isSafeInteger(n)) throw new Error(`${n} is not a whole number`);
   return String(n);
 };
 const orNull = (s: string | null) => (s === null ? "NULL" : textLit(s));
 
-/** What the other instances are told of a commit: per resource its new rows, or null where it wrote anything else. */
 /** The answer of the query for other processes, the statement before the COMMIT's (none: assume there are). */
 function othersIn(results: unknown[][]): boolean {
   const row = results[results.length - 2]?.[0] as { others?: unknown } | undefined;
   return row?.others !== false;
 }
 
+/** What the other instances are told of a commit: per resource its new rows, or null where it wrote anything else. */
 function told(xid: number, writes: TxWrites): ToldCommit {
   const out: ToldCommit["writes"] = {};
   for (const r of writes.resources()) out[r] = writes.added.get(r) ?? null;

@@ -75,7 +75,8 @@ const applicationName = () => {
   return `resd/${hostname().slice(0, 63 - "resd/".length - tail.length)}${tail}`;
 };
 /** This process, as its stores' names begin: `resd/host/pid`. */
-const processOf = (application: string) => application.split("/").slice(0, 3).join("/");/** How often committed count deltas are folded into the counts (postgres-counts.ts), and how much at most at a time. */
+const processOf = (application: string) => application.split("/").slice(0, 3).join("/");
+/** How often committed count deltas are folded into the counts (postgres-counts.ts), and how much at most at a time. */
 const FOLD_EVERY_MS = 1000;
 const FOLD_ROUNDS = 40;
 /** Folded rows after which the delta table is vacuumed at once. */
@@ -185,9 +186,13 @@ export class PgStore implements Store {
   private readonly arrival: Arrival;
   /** The database's oid (known once open). */
   private oid = 0;
-  /** The version of other processes' commits; while cold, a new one at every ask (below zero: never one of `foreign`'s). */
+  /** The version of other processes' commits (what the memo keeps answers by). */
   private othersVersion(): number {
-    return this.arrival.warm ? this.foreign : --this.cold;
+    return this.warmOr(this.foreign);
+  }
+  /** `version` once warm; while cold, a new one at every ask (below zero: never one a counter reaches). */
+  private warmOr(version: number): number {
+    return this.arrival.warm ? version : --this.cold;
   }
   private cold = 0;
   private readonly own: OwnCommits;
@@ -219,7 +224,7 @@ export class PgStore implements Store {
    */
   readonly bus: InstanceBus = {
     maxBytes: NOTIFY_MAX_BYTES - this.instance.length - 1,
-    send: (messages) => (this.othersThere ? this.announcer.say(messages) : Promise.resolve()),
+    send: (messages) => this.announcer.say(messages),
     heard: () => this.othersThere,
     listen: async (fn, lost) => {
       const listener = { fn, lost };
@@ -358,7 +363,7 @@ export class PgStore implements Store {
 
   /** Changes whenever anything commits, here or on another instance (as soon as its notice arrives). */
   version(): number {
-    return this.arrival.warm ? this.local : --this.cold;
+    return this.warmOr(this.local);
   }
 
   /** Resolves once every commit of another process from now on is told here, or after `maxMs`. */
@@ -598,7 +603,6 @@ export class PgStore implements Store {
     yield* this.cursor<StoredRecord>(sql, args, q.caller);
   }
 
-  /** A resource's ids and search texts in id order, in one snapshot (named in each row), for its kept trigram lists. */
   /**
    * A resource's search texts for a build of its lists, read once every commit of another process
    * is told here: lists built while cold could miss a commit nobody told of, and would be kept.
@@ -611,6 +615,7 @@ export class PgStore implements Store {
     yield* this.searchTexts(resource);
   }
 
+  /** A resource's ids and search texts in id order, in one snapshot (named in each row), for its kept trigram lists. */
   private searchTexts(resource: string): AsyncIterable<TextRow> {
     const text = this.dialect.searchText.get(resource) ?? "''";
     return this.cursor<TextRow>(`SELECT id::float8 AS id, ${text} AS t, (SELECT pg_current_snapshot()::text) AS s FROM ${this.dialect.table(resource)} ORDER BY id`, [], undefined, TEXT_BATCH);
