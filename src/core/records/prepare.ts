@@ -50,6 +50,26 @@ function cleanHtmlIn(def: ResourceDef, f: FieldDef, v: unknown): unknown {
   return walk(v);
 }
 
+const FILE_TYPES = new Set(["image", "file", "upload", "gallery"]);
+
+/** The fields each check looks at, per definition: a resource with none skips the check (and its awaits). */
+type Reference = { name: string; resource: string; byUuid: boolean };
+type Plan = { required: string[]; references: Reference[]; files: string[] };
+const plans = new WeakMap<ResourceDef, Plan>();
+function planOf(def: ResourceDef): Plan {
+  let plan = plans.get(def);
+  if (!plan) {
+    const fields = Object.entries(def.fields);
+    plan = {
+      required: fields.filter(([, f]) => f.required).map(([name]) => name),
+      references: fields.flatMap(([name, f]) => (f.type === "select" && f.resource ? [{ name, resource: f.resource, byUuid: f.reference === "uuid" }] : [])),
+      files: fields.filter(([, f]) => FILE_TYPES.has(f.type)).map(([name]) => name),
+    };
+    plans.set(def, plan);
+  }
+  return plan;
+}
+
 /**
  * Checks the given fields of a create or update and returns the values to store.
  * `uuid` is the record being written (excluded from unique checks).
@@ -76,11 +96,10 @@ export async function prepareValues(store: RecordReads, def: ResourceDef, input:
       errors[name] = `must be at least ${opts.passwordMinLength} characters`;
     }
   }
-  for (const [name, f] of Object.entries(def.fields)) {
+  const plan = planOf(def);
+  for (const name of plan.required) {
     const given = Object.prototype.hasOwnProperty.call(out, name);
-    if (f.required && (mode === "create" ? !given || isEmpty(out[name]) : given && isEmpty(out[name]))) {
-      errors[name] ??= "is required";
-    }
+    if (mode === "create" ? !given || isEmpty(out[name]) : given && isEmpty(out[name])) errors[name] ??= "is required";
   }
   for (const [name, spec] of Object.entries(def.raw.validate ?? {})) {
     if (!(name in out) || errors[name]) continue;
@@ -92,9 +111,9 @@ export async function prepareValues(store: RecordReads, def: ResourceDef, input:
     }
   }
   if (def.name === "users" && typeof out.email === "string") out.email = out.email.toLowerCase();
-  await checkReferences(store, def, out, errors);
-  await checkUnique(store, def, out, uuid, errors);
-  if (!opts.allowMissingFiles) await checkFiles(store, def, out, errors);
+  if (plan.references.length) await checkReferences(store, plan.references, out, errors);
+  if (def.unique.length) await checkUnique(store, def, out, uuid, errors);
+  if (plan.files.length && !opts.allowMissingFiles) await checkFiles(store, plan.files, out, errors);
   if (Object.keys(errors).length) throw new AppError(422, "INVALID_DATA", "one or more fields are invalid", { errors });
   for (const name of Object.keys(out)) {
     const f = def.fields[name];
@@ -108,17 +127,17 @@ export async function prepareValues(store: RecordReads, def: ResourceDef, input:
  * With `reference: "uuid"` (users' `role`) a name is stored as the record's uuid, so that a later
  * rename of the referenced record changes nothing about what the reference means.
  */
-async function checkReferences(store: RecordReads, def: ResourceDef, out: Values, errors: FieldErrors) {
-  for (const [name, f] of Object.entries(def.fields)) {
-    if (f.type !== "select" || !f.resource || errors[name] || isEmpty(out[name])) continue;
+async function checkReferences(store: RecordReads, references: Reference[], out: Values, errors: FieldErrors) {
+  for (const { name, resource, byUuid } of references) {
+    if (errors[name] || isEmpty(out[name])) continue;
     const values = Array.isArray(out[name]) ? (out[name] as unknown[]) : [out[name]];
     const uuids: string[] = [];
     for (const v of values) {
-      const hit = (await store.get(f.resource, String(v))) ?? (await store.findBy(f.resource, "name", String(v)));
-      if (!hit) { errors[name] = `"${v}" is not a record of ${f.resource}`; break; }
+      const hit = (await store.get(resource, String(v))) ?? (await store.findBy(resource, "name", String(v)));
+      if (!hit) { errors[name] = `"${v}" is not a record of ${resource}`; break; }
       uuids.push(hit.uuid);
     }
-    if (f.reference === "uuid" && !errors[name]) out[name] = Array.isArray(out[name]) ? uuids : uuids[0];
+    if (byUuid && !errors[name]) out[name] = Array.isArray(out[name]) ? uuids : uuids[0];
   }
 }
 
@@ -138,7 +157,6 @@ async function checkUnique(store: RecordReads, def: ResourceDef, out: Values, uu
   }
 }
 
-const FILE_TYPES = new Set(["image", "file", "upload", "gallery"]);
 const MD5 = /^[0-9a-f]{32}$/;
 
 /**
@@ -146,9 +164,9 @@ const MD5 = /^[0-9a-f]{32}$/;
  * content). Unless the writer asks to bring records before their files (an import's
  * `allowMissingFiles`), each must exist.
  */
-async function checkFiles(store: RecordReads, def: ResourceDef, out: Values, errors: FieldErrors) {
-  for (const [name, f] of Object.entries(def.fields)) {
-    if (!FILE_TYPES.has(f.type) || errors[name] || isEmpty(out[name])) continue;
+async function checkFiles(store: RecordReads, files: string[], out: Values, errors: FieldErrors) {
+  for (const name of files) {
+    if (errors[name] || isEmpty(out[name])) continue;
     const v = out[name];
     const each = (Array.isArray(v) ? v : v && typeof v === "object" ? Object.values(v).flat() : [v]).filter((x) => !isEmpty(x));
     for (const x of each) {
