@@ -52,8 +52,8 @@ function cleanHtmlIn(def: ResourceDef, f: FieldDef, v: unknown): unknown {
 
 const FILE_TYPES = new Set(["image", "file", "upload", "gallery"]);
 
-/** The fields each check looks at, per definition: a resource with none skips the check (and its awaits). */
 type Reference = { name: string; resource: string; byUuid: boolean };
+/** The fields each check looks at, per definition: a resource with none skips the check (and its awaits). */
 type Plan = { required: string[]; references: Reference[]; files: string[] };
 const plans = new WeakMap<ResourceDef, Plan>();
 function planOf(def: ResourceDef): Plan {
