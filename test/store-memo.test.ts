@@ -86,6 +86,47 @@ test("a commit judges exactly the kept pages and totals, by filter: full pages o
   expect(judged).toEqual([]);
 });
 
+test("another process's commit: answers all older than it take its rows unjudged (the unstamped go); else each is judged by its stamp", async () => {
+  const memo = new CommitMemo(60_000, () => 0);
+  const filter = (key: string): FilterTag => ({ key, where: "", args: [], equalities: [], bytes: 0 });
+  const asc = [{ expr: "year", desc: false }, { expr: "id", desc: false }];
+  const page = (f: string, offset: number, resource = "items"): MemoTag =>
+    ({ kind: "rows", resource, filter: filter(f), order: asc, orderKey: JSON.stringify(asc), offset, limit: 20, full: true });
+  const keep = (key: string, tag: MemoTag, rank?: number) =>
+    memo.remember(key, async () => key, () => 100, () => tag, undefined, () => (rank === undefined ? undefined : { rank }));
+  const fill = async () => {
+    await keep("a0", page("a", 0), 5);
+    await keep("a20", page("a", 20), 7);
+    await keep("b0", page("b", 0), 6);
+    await keep("empty", page("b", 40));
+    await keep("elsewhere", page("a", 0, "other"));
+  };
+  let judged: string[][] = [];
+  let asked = 0;
+  const commit = (takenUpTo: number, verdict: (rank: number | undefined) => "revise" | "keep" | "drop" = () => "revise") => {
+    judged = [];
+    memo.committed(new Map([["items", { newAbove: 0 }]]), (_r, _n, groups) => ((judged = groups.map((g) => keysOf(g).sort())), new Map()),
+      { verdict: (stamp) => (asked++, verdict(stamp?.rank)), takenUpTo });
+  };
+  await fill();
+  // Every stamp ranks at most 7: none is asked; the page without a stamp cannot tell, and goes.
+  commit(7, () => { throw new Error("judged one by one"); });
+  expect(asked).toBe(0);
+  expect(judged.sort()).toEqual([["a0", "a20"], ["b0"]]);
+  expect(memo.peek("empty")).toBeUndefined();
+  // Another resource's unstamped page is not this commit's to drop.
+  expect(memo.peek("elsewhere")).toBe("elsewhere");
+
+  await fill();
+  // One stamp (7) ranks above: each answer is judged. The one that saw the commit stays as it is,
+  // out of the revision; its filter's other pages are revised; the others' groups untouched.
+  commit(6, (rank) => (rank === undefined ? "drop" : rank > 6 ? "keep" : "revise"));
+  expect(asked).toBe(4);
+  expect(judged.sort()).toEqual([["a0"], ["b0"]]);
+  expect(memo.peek("a20")).toBe("a20");
+  expect(memo.peek("empty")).toBeUndefined();
+});
+
 test("a store under thousands of distinct 12 KB filters keeps its memo under RESD_CACHE_MAX_BYTES and answers correctly", async () => {
   const dir = mkdtempSync(join(tmpdir(), "resd-memo-"));
   dirs.push(dir);

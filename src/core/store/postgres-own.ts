@@ -16,7 +16,7 @@
  * - The snapshot watch (postgres-announce.ts) tells other instances' commits from these: the sum
  *   of the change marks may grow only by the marks of commits of this instance its snapshot saw.
  */
-import type { CommitMemo, ResourceWrite } from "./memo";
+import type { CommitMemo, ResourceWrite, StampJudge } from "./memo";
 import type { AddedRow } from "./postgres-revise";
 import { MAX_NEW_ROWS } from "./revise";
 
@@ -29,16 +29,24 @@ export function parseSnapshot(text: string): Snapshot {
   return { xmin: Number(xmin), xmax: Number(xmax), xip: new Set(xip ? xip.split(",").map(Number) : []) };
 }
 
-/** What a kept answer was read in (its stamp in CommitMemo): the statement's snapshot. */
-export type ReadStamp = { snapshot: Snapshot };
+/**
+ * What a kept answer was read in (its stamp in CommitMemo): the statement's snapshot, ranked by its
+ * xmax (the first id not yet ended then, which never falls): a transaction with an id from there on
+ * had not ended when the answer was read.
+ */
+export type ReadStamp = { snapshot: Snapshot; rank: number };
 
 /** Applies a commit's writes to the memo (CommitMemo.committed with the right reviser). */
 type Reviser = (writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>, xid: number) => void;
 
-export const stampOf = (snapshot: string | null): ReadStamp | undefined => (snapshot === null ? undefined : { snapshot: parseSnapshot(snapshot) });
+export function stampOf(snapshot: string | null): ReadStamp | undefined {
+  if (snapshot === null) return undefined;
+  const s = parseSnapshot(snapshot);
+  return { snapshot: s, rank: s.xmax };
+}
 
 /**
- * What an answer stamped `stamp` makes of the rows of another instance's commit `xid`
+ * What an answer makes of the rows of another instance's commit `xid`, by its stamp
  * (CommitMemo.committed's judge):
  * it takes them when it did not see that commit, and is kept as it is when it did (it was read
  * after the commit and before its notice arrived). Where the rows go among the answer's rows is the
@@ -46,11 +54,14 @@ export const stampOf = (snapshot: string | null): ReadStamp | undefined => (snap
  * INSERT, not at COMMIT, so a page may hold a row of a later transaction (of this instance or
  * another) whose commit ended first. This instance's own commits are never seen by an answer kept
  * as it is (CommitMemo's settle): every answer takes their rows, unjudged. An answer without a stamp
- * (an empty page) cannot tell whether it saw another instance's commit, and goes.
+ * (an empty page) cannot tell whether it saw another instance's commit, and goes. An answer whose
+ * snapshot's xmax is at most `xid` did not see it.
  */
-export function takesRows(stamp: unknown, xid: number): "revise" | "keep" | "drop" {
-  if (!stamp || typeof stamp !== "object") return "drop";
-  return ended((stamp as ReadStamp).snapshot, xid) ? "keep" : "revise";
+export function takesRows(xid: number): StampJudge {
+  return {
+    verdict: (stamp) => (stamp === undefined ? "drop" : ended((stamp as ReadStamp).snapshot, xid) ? "keep" : "revise"),
+    takenUpTo: xid,
+  };
 }
 
 /** The transaction had ended when the snapshot was taken (committed, for a transaction known to have). */

@@ -13,7 +13,7 @@ import { insertPgJob } from "./postgres-jobs";
 import { LAST_CHANGE_SQL, markOf, markSql, SlotPool } from "./postgres-marks";
 import { TxWrites, type OwnCommits } from "./postgres-own";
 import type { ToldCommit } from "./postgres-announce";
-import { ASSUME_OTHERS } from "./postgres-presence";
+import { Presence } from "./postgres-presence";
 import type { HistoryEntry, SqlValue, StoreTx, StoredRecord } from "./types";
 
 /** Rows a stream fetches from its cursor at a time. */
@@ -69,8 +69,8 @@ export class PgTransactions {
     private readonly own: OwnCommits,
   ) {}
 
-  /** The statement that asks whether another resd process is there (postgres-presence.ts). */
-  others = ASSUME_OTHERS;
+  /** What a commit asks of whether another resd process is there (postgres-presence.ts). */
+  presence = new Presence();
 
   /**
    * BEGIN … COMMIT on a reserved connection. PostgreSQL ends one of two transactions that wait on
@@ -95,7 +95,8 @@ export class PgTransactions {
         if (xid !== null && writes.size) sent = this.own.sending(xid, writes);
         // The held creates, the marks and the COMMIT in one message: one round trip for a group of creates.
         // A commit that announces asks, last before its COMMIT, whether anyone is there to tell.
-        const message = `${held.sql}${writes.size ? `${markSql(writes.resources(), this.slots.slot(slot))}; ` : ""}${announce ? `${this.others}; ` : ""}COMMIT`;
+        const asked = this.presence.statement();
+        const message = `${held.sql}${writes.size ? `${markSql(writes.resources(), this.slots.slot(slot))}; ` : ""}${announce ? `${asked}; ` : ""}COMMIT`;
         const results = await db.unsafe(message).catch((e: unknown) => {
           // A held create refused (a clash of uuids): whose is not known, the group finds out.
           throw held.sql && refused(e) ? new BufferFailed(null, e) : e;
@@ -109,7 +110,11 @@ export class PgTransactions {
         // After-commit work first (the realtime feed hands its messages to the bus there): the notice
         // of this commit then goes out with them in one statement (Announcer).
         for (const f of after) queueMicrotask(f);
-        if (announce) this.announced(xid !== null && writes.size ? told(xid, writes) : null, othersIn(results));
+        if (announce) {
+          const others = othersIn(results);
+          this.presence.answered(asked, others);
+          this.announced(xid !== null && writes.size ? told(xid, writes) : null, others);
+        }
         return value;
       } catch (e) {
         if (sent) this.own.failed(sent);

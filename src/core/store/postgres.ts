@@ -29,7 +29,7 @@ import { PgJobs } from "./postgres-jobs";
 import { PgAccessStore } from "./access-postgres";
 import { FOLD_BATCH, foldCounts, maintainedCount } from "./postgres-counts";
 import { FairGate } from "./fair-share";
-import { Arrival, othersQuery } from "./postgres-presence";
+import { Arrival, othersQuery, Presence } from "./postgres-presence";
 import type { AccessStore, InstanceBus, CompiledQuery, DetachedReads, HistoryEntry, SchemaChange, SqlValue, Store, StoreTx, StoredRecord, TxOptions } from "./types";
 
 /** Rows per cached page (larger pages are not kept). */
@@ -152,7 +152,7 @@ export class PgStore implements Store {
       // Every answer takes this instance's own rows (takesRows): nothing to judge answer by answer,
       // which cost a few per cent of the event loop with some 400 pages kept.
       this.memo.committed(writes, (resource, _above, groups, valueOf) => reviseAdded(this.judge, added.get(resource) ?? [], groups, valueOf),
-        own ? undefined : (stamp) => takesRows(stamp, xid));
+        own ? undefined : takesRows(xid));
     };
     this.own = new OwnCommits(this.memo, revise(true), this.queryBudgetMs + COMMIT_PATIENCE_MS, () => this.othersCommitted(), revise(false));
     this.gramIndex = new PgGramIndex(this.gramLists, (resource) => this.warmTexts(resource), (resource) => this.dialect.plainSearch.get(resource) ?? null,
@@ -270,7 +270,7 @@ export class PgStore implements Store {
         (SELECT setting::int FROM pg_settings WHERE name = 'idle_in_transaction_session_timeout') AS idle, oid::int AS oid
         FROM pg_database d WHERE datname = current_database()`) as { c: string; p: string | null; ascii: boolean; idle: number | null; oid: number }[];
       store.oid = collation!.oid;
-      if (opts.directUrl === undefined) store.txs.others = othersQuery(store.oid, store.application);
+      if (opts.directUrl === undefined) store.txs.presence = new Presence(othersQuery(store.oid, store.application));
       store.txs.serverIdleLimit(Number(collation?.idle ?? 0));
       store.judge = pgJudge(store.dialect, /^(C|POSIX|C\.UTF-?8)$/i.test(collation?.c ?? "") && (collation?.p ?? "c") !== "i");
       // Kept search lists fold text a character at a time, as libc lowers it. ICU (and the builtin
@@ -664,8 +664,9 @@ export class PgStore implements Store {
     }
   }
 
+  /** Kept until a commit (of this instance, or told of by another) writes the resource: marks of the others stay. */
   async lastChange(resource: string): Promise<number> {
-    return this.memo.remember(`change\u0000${resource}`, async () => markOf(await this.query<MarkRow>(LAST_CHANGE_SQL, [resource])));
+    return this.memo.remember(`change\u0000${resource}`, async () => markOf(await this.query<MarkRow>(LAST_CHANGE_SQL, [resource])), undefined, () => ({ kind: "any", resource }));
   }
 
   async history(resource: string, uuid: string): Promise<HistoryEntry[]> {
