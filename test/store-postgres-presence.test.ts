@@ -6,7 +6,7 @@
 import { expect, test } from "bun:test";
 import { SQL } from "bun";
 import { PgStore } from "../src/core/store/postgres";
-import { ASSUME_OTHERS, Presence } from "../src/core/store/postgres-presence";
+import { Presence } from "../src/core/store/postgres-presence";
 import { compileList } from "../src/core/query/compile";
 import { parseListParams } from "../src/core/query/parse";
 import { buildDefinition } from "../src/core/definitions/load";
@@ -44,18 +44,14 @@ test("once another process was seen, the commits of the next second tell without
   const question = "SELECT EXISTS (…) AS others";
   const p = new Presence(question);
   expect(p.statement(0)).toBe(question);
-  p.answered(question, false, 0);
+  p.answered(false, 0);
   expect(p.statement(10)).toBe(question);
-  p.answered(question, true, 100);
-  expect(p.statement(101)).toBe(ASSUME_OTHERS);
-  expect(p.statement(1099)).toBe(ASSUME_OTHERS);
-  // An assumed answer is no sighting: it does not keep the commits from asking.
-  p.answered(ASSUME_OTHERS, true, 1099);
+  p.answered(true, 100);
+  expect(p.statement(101)).toBeNull();
+  expect(p.statement(1099)).toBeNull();
   expect(p.statement(1100)).toBe(question);
   // Behind a pooler there is nothing to ask: every commit tells.
-  const pooled = new Presence();
-  pooled.answered(ASSUME_OTHERS, true, 0);
-  expect(pooled.statement(5000)).toBe(ASSUME_OTHERS);
+  expect(new Presence().statement(0)).toBeNull();
 });
 
 test("alone, an instance tells no one of its commits; with another resd process there it does, and stops once that one has gone", async () => {

@@ -31,9 +31,6 @@ const OTHERS = (oid: number, application: string) =>
 /** The statement a commit sends before its COMMIT: `others` is whether anyone else is there. */
 export const othersQuery = (oid: number, application: string) => `SELECT EXISTS (SELECT 1 FROM ${OTHERS(oid, application)}) AS others`;
 
-/** Until the database is known (and behind a pooler, whose connections' names say nothing): assume someone is there. */
-export const ASSUME_OTHERS = "SELECT true AS others";
-
 /** How long after another resd process was seen commits tell without asking. */
 const SEEN_FOR_MS = 1000;
 
@@ -47,15 +44,20 @@ const SEEN_FOR_MS = 1000;
 export class Presence {
   private seenUntil = 0;
 
-  constructor(private readonly question: string = ASSUME_OTHERS) {}
+  /**
+   * `question`: an `othersQuery`; null until the database is known, and behind a pooler (whose
+   * connections' names say nothing): then every commit tells.
+   */
+  constructor(private readonly question: string | null = null) {}
 
-  statement(now = performance.now()): string {
-    return now < this.seenUntil ? ASSUME_OTHERS : this.question;
+  /** The statement a commit sends before its COMMIT; null: it tells without asking. */
+  statement(now = performance.now()): string | null {
+    return this.question === null || now < this.seenUntil ? null : this.question;
   }
 
-  /** The answer to `asked` (a `statement()`): only the real question's answer counts as a sighting. */
-  answered(asked: string, others: boolean, now = performance.now()): void {
-    if (others && asked === this.question && asked !== ASSUME_OTHERS) this.seenUntil = now + SEEN_FOR_MS;
+  /** The answer to a `statement()`. */
+  answered(others: boolean, now = performance.now()): void {
+    if (others) this.seenUntil = now + SEEN_FOR_MS;
   }
 }
 

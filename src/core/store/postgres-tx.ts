@@ -94,9 +94,9 @@ export class PgTransactions {
         const held = buffer.held();
         if (xid !== null && writes.size) sent = this.own.sending(xid, writes);
         // The held creates, the marks and the COMMIT in one message: one round trip for a group of creates.
-        // A commit that announces asks, last before its COMMIT, whether anyone is there to tell.
-        const asked = this.presence.statement();
-        const message = `${held.sql}${writes.size ? `${markSql(writes.resources(), this.slots.slot(slot))}; ` : ""}${announce ? `${asked}; ` : ""}COMMIT`;
+        // A commit that announces asks, last before its COMMIT, whether anyone is there to tell (unless it just learnt).
+        const asked = announce ? this.presence.statement() : null;
+        const message = `${held.sql}${writes.size ? `${markSql(writes.resources(), this.slots.slot(slot))}; ` : ""}${asked ? `${asked}; ` : ""}COMMIT`;
         const results = await db.unsafe(message).catch((e: unknown) => {
           // A held create refused (a clash of uuids): whose is not known, the group finds out.
           throw held.sql && refused(e) ? new BufferFailed(null, e) : e;
@@ -111,8 +111,8 @@ export class PgTransactions {
         // of this commit then goes out with them in one statement (Announcer).
         for (const f of after) queueMicrotask(f);
         if (announce) {
-          const others = othersIn(results);
-          this.presence.answered(asked, others);
+          const others = asked === null || othersIn(results);
+          if (asked !== null) this.presence.answered(others);
           this.announced(xid !== null && writes.size ? told(xid, writes) : null, others);
         }
         return value;
