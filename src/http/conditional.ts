@@ -1,3 +1,5 @@
+import type { StoredRecord } from "../core/store/types";
+
 /**
  * Last-Modified / If-Modified-Since. HTTP dates have whole seconds, so a change in the current second
  * could follow this answer unseen: such an answer names the previous second, which can never
@@ -38,6 +40,24 @@ function etagKey(site: { config: { tokenSecret: string } }): Uint8Array {
 export function weakEtag(site: { config: { tokenSecret: string } }, ...parts: (string | number)[]): string {
   const mac = new Bun.CryptoHasher("sha256", etagKey(site)).update(parts.join("\u0000")).digest("hex");
   return `W/"${mac.slice(0, 24)}"`;
+}
+
+/**
+ * What a page of records holds, for its list's tag. The change mark alone may count a commit the
+ * page does not hold yet (another instance's, before its notice reaches this one; or this
+ * instance's, before it is revised into the kept pages): the same mark then named the old page and,
+ * once revised, the new one, and a client holding the old page was told it was current. Built once
+ * per rows array: a cached page shares its array between answers, and a revised page is a new one.
+ */
+const digests = new WeakMap<StoredRecord[], string>();
+export function rowsDigest(rows: StoredRecord[]): string {
+  let digest = digests.get(rows);
+  if (digest === undefined) {
+    let h = 0n;
+    for (const r of rows) h = Bun.hash(r.data, Bun.hash(`${r.uuid}\u0000${r._modified}`, h));
+    digests.set(rows, (digest = h.toString(36)));
+  }
+  return digest;
 }
 
 /** A tag's opaque part: what the weak comparison compares. */

@@ -8,7 +8,7 @@ import {
 import type { ResourceDef } from "../core/definitions/types";
 import type { StoredRecord } from "../core/store/types";
 import type { Site } from "../core/site";
-import { isNotModified, lastModifiedHeader, notModifiedResponse, weakEtag, writePrecondition } from "./conditional";
+import { isNotModified, lastModifiedHeader, notModifiedResponse, rowsDigest, weakEtag, writePrecondition } from "./conditional";
 import { handle, requestIdOf, withRequestId, type Ctx } from "./context";
 import { knownPrincipal } from "./auth";
 import { errorResponse } from "./errors";
@@ -27,8 +27,9 @@ async function collection(c: Ctx, resource: string): Promise<Response> {
         filter: q.get("filter") ?? undefined, search: q.get("search") ?? undefined,
       }, callerKey(c.site, c.request, p));
       const lm = lastModifiedHeader(r.lastChange);
-      // lastChange grows with every commit of the resource: with the query it names this answer.
-      const etag = weakEtag(c.site, resource, r.lastChange, c.url().search, p.uuid ?? p.kind);
+      // lastChange moves with every commit of the resource; what the page and its total hold names
+      // this answer among those of the same mark (see rowsDigest). Streamed rows are read after the mark.
+      const etag = weakEtag(c.site, resource, r.lastChange, c.url().search, p.uuid ?? p.kind, r.total ?? "", Array.isArray(r.rows) ? rowsDigest(r.rows) : "");
       if (isNotModified(c.request, etag, r.lastChange)) return notModifiedResponse(lm, etag);
       const o = { status: 200, total: r.total, headers: { "last-modified": lm, etag } };
       return Array.isArray(r.rows) ? records(r.def, r.rows, o, c.t0) : streamedRecords(r.def, r.rows, o, c.t0);
