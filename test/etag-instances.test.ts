@@ -113,3 +113,39 @@ test("a page answered before another instance's notice arrives and the page answ
   expect(onA.etag).toBe(after.etag);
   for (const i of [0, 1]) expect((await call(i, "GET", PAGE, undefined, { "if-none-match": after.etag! })).status).toBe(304);
 });
+
+test("an update within the same second as the record's last write, its data as long as before, gives the page another ETag", async () => {
+  // `_modified` has whole seconds: the two writes of the record must fall in one second (retried until they do).
+  for (let attempt = 1; ; attempt++) {
+    const x = await call(0, "POST", "/api/v1/notes", { title: `x ${attempt}` });
+    await settled(1, [`x ${attempt}`, ...titles(await call(1, "GET", PAGE)).filter((t) => !t.startsWith("x ")).slice(0, 4)]).catch(() => {});
+    while (Date.now() % 1000 > 100) await Bun.sleep(5);
+    const uuid = Object.keys((x.body as unknown as { notes: Record<string, unknown> }).notes)[0]!;
+    const first = await call(0, "PATCH", `/api/v1/notes/${uuid}`, { title: `aaa ${attempt}` });
+    const want = titles(await call(0, "GET", PAGE));
+    await settled(1, want);
+    // B's own create: its page is revised and its mark read again at the next list.
+    expect((await call(1, "POST", "/api/v1/notes", { title: `by b ${attempt}` })).status).toBe(201);
+    const release = holdNotices(sites[0]!);
+    let before: Awaited<ReturnType<typeof call>>;
+    let second: Awaited<ReturnType<typeof call>>;
+    try {
+      second = await call(0, "PATCH", `/api/v1/notes/${uuid}`, { title: `bbb ${attempt}` });
+      before = await call(1, "GET", PAGE);
+    } finally {
+      release();
+    }
+    const modified = (r: Awaited<ReturnType<typeof call>>) => (Object.values((r.body as unknown as { notes: Record<string, { _modified: number }> }).notes)[0]!)._modified;
+    if (modified(first) !== modified(second)) {
+      if (attempt >= 5) throw new Error("five attempts and the two writes never fell in one second");
+      continue;
+    }
+    expect(titles(before)).toContain(`aaa ${attempt}`);
+    const now = [`by b ${attempt}`, ...want.map((t) => (t === `aaa ${attempt}` ? `bbb ${attempt}` : t))].slice(0, 5);
+    await settled(1, now);
+    const revalidated = await call(1, "GET", PAGE, undefined, { "if-none-match": before.etag! });
+    expect(revalidated.status).toBe(200);
+    expect(titles(revalidated)).toEqual(now);
+    return;
+  }
+});

@@ -47,31 +47,17 @@ export function weakEtag(site: { config: { tokenSecret: string } }, ...parts: (s
  * page does not hold yet (another instance's, before its notice reaches this one; or this
  * instance's, before it is revised into the kept pages): the same mark then named the old page and,
  * once revised, the new one, and a client holding the old page was told it was current. A row is
- * named by its uuid, `_modified` and length (every write moves `_modified`); the 53-bit hash of
- * them (cyrb53's mixing) costs about 2 µs for 20 rows, where hashing the rows' JSON cost 7.
- * Built once per rows array: a cached page shares its array between answers, and a revised page
- * is a new one.
+ * named by its uuid, `_modified` and stored JSON: `_modified` has whole seconds, so two writes of a
+ * second differ only in their data. About 5 µs for 20 rows, once per rows array: a cached page
+ * shares its array between answers, and a revised page is a new one.
  */
 const digests = new WeakMap<StoredRecord[], string>();
 export function rowsDigest(rows: StoredRecord[]): string {
   let digest = digests.get(rows);
   if (digest === undefined) {
-    let h1 = 0xdeadbeef;
-    let h2 = 0x41c6ce57;
-    const mix = (n: number) => {
-      h1 = Math.imul(h1 ^ n, 2654435761);
-      h2 = Math.imul(h2 ^ n, 1597334677);
-    };
-    for (const r of rows) {
-      for (let i = 0; i < r.uuid.length; i++) mix(r.uuid.charCodeAt(i));
-      mix(r._modified % 0x100000000);
-      mix(Math.floor(r._modified / 0x100000000));
-      mix(r.data.length);
-    }
-    h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
-    h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
-    digest = (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(36);
-    digests.set(rows, digest);
+    const parts: string[] = [];
+    for (const r of rows) parts.push(r.uuid, String(r._modified), r.data);
+    digests.set(rows, (digest = Bun.hash(parts.join("\u0000")).toString(36)));
   }
   return digest;
 }
