@@ -149,3 +149,25 @@ test("an update within the same second as the record's last write, its data as l
     return;
   }
 });
+
+test("a page answered before another instance's notice arrives names no Last-Modified that the page after it could match", async () => {
+  const start = titles(await call(1, "GET", PAGE));
+  // B's own create: its page is revised and its mark read again at the next list.
+  expect((await call(1, "POST", "/api/v1/notes", { title: "ims by b" })).status).toBe(201);
+  const release = holdNotices(sites[0]!);
+  let before: Response;
+  try {
+    expect((await call(0, "POST", "/api/v1/notes", { title: "ims by a" })).status).toBe(201);
+    // Answered in a later second than A's commit (an answer in the commit's own second names the one before).
+    const second = Math.floor(Date.now() / 1000);
+    while (Math.floor(Date.now() / 1000) === second) await Bun.sleep(10);
+    before = await apps[1]!.handle(new Request(`http://localhost${PAGE}`, { headers: { authorization: `Bearer ${token}` } }));
+    expect(titles({ body: (await before.json()) as { notes: Record<string, { title: string }> } })).toEqual(["ims by b", ...start.slice(0, 4)]);
+  } finally {
+    release();
+  }
+  await settled(1, ["ims by a", "ims by b", ...start.slice(0, 3)]);
+  const revalidated = await call(1, "GET", PAGE, undefined, { "if-modified-since": before.headers.get("last-modified")! });
+  expect(revalidated.status).toBe(200);
+  expect(titles(revalidated)).toEqual(["ims by a", "ims by b", ...start.slice(0, 3)]);
+});

@@ -3,11 +3,14 @@ import type { StoredRecord } from "../core/store/types";
 /**
  * Last-Modified / If-Modified-Since. HTTP dates have whole seconds, so a change in the current second
  * could follow this answer unseen: such an answer names the previous second, which can never
- * produce a wrong 304.
+ * produce a wrong 304. `leadSec` (a list's, Store.changeLead): commits that may still reach the
+ * answer that late (another instance's, its notice on its way) may have marked any of the last
+ * seconds: an answer whose mark is that recent names the second before them.
  */
-export function lastModifiedHeader(ms: number): string {
+export function lastModifiedHeader(ms: number, leadSec = 0): string {
   const sec = Math.floor(ms / 1000);
-  const sent = sec >= Math.floor(Date.now() / 1000) ? sec - 1 : sec;
+  const earliest = Math.floor(Date.now() / 1000) - leadSec;
+  const sent = sec >= earliest ? earliest - 1 : sec;
   return new Date(Math.max(sent, 0) * 1000).toUTCString();
 }
 

@@ -64,7 +64,7 @@ async function collection(c: Ctx): Promise<Response> {
         limit: q.get("limit") ?? undefined, offset: q.get("offset") ?? undefined, sort: q.get("sort") ?? undefined,
         filter: q.get("filter") ?? undefined, search: q.get("search") ?? undefined,
       });
-      const lm = lastModifiedHeader(r.lastChange);
+      const lm = lastModifiedHeader(r.lastChange, c.site.store.changeLead?.());
       if (notModified(c.request, r.lastChange)) return notModifiedResponse(lm);
       const o = { status: 200, total: r.total, headers: { "last-modified": lm } };
       return Array.isArray(r.rows) ? records(r.def, r.rows, o, c.t0, KEY) : streamedRecords(r.def, r.rows, o, c.t0, KEY);

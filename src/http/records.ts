@@ -26,7 +26,7 @@ async function collection(c: Ctx, resource: string): Promise<Response> {
         limit: q.get("limit") ?? undefined, offset: q.get("offset") ?? undefined, sort: q.get("sort") ?? undefined,
         filter: q.get("filter") ?? undefined, search: q.get("search") ?? undefined,
       }, callerKey(c.site, c.request, p));
-      const lm = lastModifiedHeader(r.lastChange);
+      const lm = lastModifiedHeader(r.lastChange, c.site.store.changeLead?.());
       // lastChange moves with every commit of the resource; what the page and its total hold names
       // this answer among those of the same mark (see rowsDigest). Streamed rows are read after the mark.
       const etag = weakEtag(c.site, resource, r.lastChange, c.url().search, p.uuid ?? p.kind, r.total ?? "", Array.isArray(r.rows) ? rowsDigest(r.rows) : "");

@@ -23,7 +23,7 @@ async function sitemap(c: Ctx, part: number | null): Promise<Response> {
   const base = sitemapBase(c.site.config);
   const map = await buildSitemap(c.site, base);
   if (!map) throw notFound("no resource definition has a sitemap");
-  const lm = lastModifiedHeader(map.lastChange);
+  const lm = lastModifiedHeader(map.lastChange, c.site.store.changeLead?.());
   const split = map.parts.length > 1;
   if (part !== null && (!split || part < 1 || part > map.parts.length)) throw notFound(`sitemap part ${part} does not exist`);
   if (notModified(c.request, map.lastChange)) return notModifiedResponse(lm);

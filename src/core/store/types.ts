@@ -157,6 +157,12 @@ export interface Store extends RecordReads {
    * read is a round trip (PostgreSQL).
    */
   readonly now?: StoreNow;
+  /**
+   * Seconds by which a commit may reach this process's answers after it marked its resource
+   * (another instance's, its notice on its way): a list's Last-Modified names a second before them
+   * (http/conditional). Absent where every commit is in the answers at once (SQLite).
+   */
+  changeLead?(): number;
   /** Writes of `fn` commit together or not at all; concurrent calls may share one commit (group commit). */
   transaction<T>(fn: (tx: StoreTx) => Promise<T>, opts?: TxOptions): Promise<T>;
   history(resource: string, uuid: string): Promise<HistoryEntry[]>;
