@@ -326,7 +326,6 @@ export class CommitMemo {
   }
 
   private clear(): void {
-    this.cleared++;
     this.memo.clear();
     this.inflight.clear();
     this.tags.clear();
@@ -341,12 +340,6 @@ export class CommitMemo {
   /** Commits of this process so far. */
   get commits(): number {
     return this.epoch;
-  }
-
-  private cleared = 0;
-  /** Moves whenever every answer goes (another process's commit, a schema change). */
-  get generation(): number {
-    return this.cleared;
   }
 
   /** The kept answer of `key`, if any, without computing one: for a caller that cannot wait. */

@@ -25,12 +25,11 @@ import type { AddedRow } from "./postgres-revise";
 const NOTICES_PER_STATEMENT = 50;
 
 /**
- * A commit of records as a notice tells it: its transaction id, how many resources it marked, per
- * resource the rows it added (or null where it wrote anything else), and the change mark time it
- * gave each resource. Another instance revises its kept answers with the rows instead of dropping
- * them all (OwnCommits.foreign), and moves its held marks as the commit moved them (MarkBook).
+ * A commit of records as a notice tells it: its transaction id, how many resources it marked, and
+ * per resource the rows it added, or null where it wrote anything else. Another instance revises
+ * its kept answers with the rows instead of dropping them all (OwnCommits.foreign).
  */
-export type ToldCommit = { xid: number; marks: number; writes: Record<string, AddedRow[] | null>; times: Record<string, number> };
+export type ToldCommit = { xid: number; marks: number; writes: Record<string, AddedRow[] | null> };
 
 type WireRow = [number, string, string, number, number, string | null, string | null];
 const toWire = (r: AddedRow): WireRow => [r.id, r.uuid, r.data, r._created, r._modified, r._created_by, r._modified_by];
@@ -61,7 +60,7 @@ export function noticePayloads(instance: string, commits: (ToldCommit | null)[],
     }
     const writes: Record<string, WireRow[] | null> = {};
     for (const [r, rows] of Object.entries(c.writes)) writes[r] = rows ? rows.map(toWire) : null;
-    const one = JSON.stringify([c.xid, c.marks, writes, c.times]);
+    const one = JSON.stringify([c.xid, c.marks, writes]);
     const size = Buffer.byteLength(one) + 1;
     if (size > room) {
       plain = true;
@@ -87,12 +86,12 @@ export function parseNotice(payload: string): { from: string; commits: ToldCommi
   const from = noticeFrom(payload);
   if (from.length === payload.length) return { from, commits: null };
   try {
-    const list = JSON.parse(payload.slice(from.length + 1)) as [number, number, Record<string, WireRow[] | null>, Record<string, number>][];
+    const list = JSON.parse(payload.slice(from.length + 1)) as [number, number, Record<string, WireRow[] | null>][];
     if (!Array.isArray(list) || !list.every(wellFormed)) return { from, commits: null };
     return {
       from,
-      commits: list.map(([xid, marks, writes, times]) => ({
-        xid, marks, writes: Object.fromEntries(Object.entries(writes).map(([r, rows]) => [r, rows ? rows.map(fromWire) : null])), times,
+      commits: list.map(([xid, marks, writes]) => ({
+        xid, marks, writes: Object.fromEntries(Object.entries(writes).map(([r, rows]) => [r, rows ? rows.map(fromWire) : null])),
       })),
     };
   } catch {
@@ -120,12 +119,10 @@ const isWireRow = (r: unknown): boolean => Array.isArray(r) && r.length === 7 &&
 
 /** A listed commit as this version writes it; anything else makes the notice say only that something committed. */
 function wellFormed(c: unknown): boolean {
-  if (!Array.isArray(c) || c.length !== 4 || !Number.isSafeInteger(c[0]) || !Number.isSafeInteger(c[1])) return false;
-  const [, , writes, times] = c as unknown[];
-  if (!writes || typeof writes !== "object" || Array.isArray(writes) || !times || typeof times !== "object" || Array.isArray(times)) return false;
-  // Every resource written has its mark time (an older resd's notice has none: it drops the answers).
-  return Object.entries(writes).every(([r, rows]) => Number.isFinite((times as Record<string, unknown>)[r])
-    && (rows === null || (Array.isArray(rows) && rows.length > 0 && rows.every(isWireRow))));
+  if (!Array.isArray(c) || c.length !== 3 || !Number.isSafeInteger(c[0]) || !Number.isSafeInteger(c[1])) return false;
+  const writes = c[2] as unknown;
+  if (!writes || typeof writes !== "object" || Array.isArray(writes)) return false;
+  return Object.values(writes).every((rows) => rows === null || (Array.isArray(rows) && rows.length > 0 && rows.every(isWireRow)));
 }
 
 export class Announcer {

@@ -35,7 +35,7 @@
 import { asciiTrigrams, intersect, LIST_OVERHEAD, type GramLists } from "./gram-lists";
 import type { ResourceWrite } from "./memo";
 import type { AddedRow } from "./postgres-revise";
-import { ended, parseSnapshot } from "./postgres-snapshot";
+import { ended, parseSnapshot } from "./postgres-own";
 
 /** A trigram held by more records than this gets no list (it narrows little; GramLists' SQLite bound). */
 export const LISTED_TRIGRAM = 20_000;

@@ -19,8 +19,15 @@
 import type { CommitMemo, ResourceWrite, StampJudge } from "./memo";
 import type { AddedRow } from "./postgres-revise";
 import { MAX_NEW_ROWS } from "./revise";
-import { ended, parseSnapshot, type Snapshot } from "./postgres-snapshot";
 
+/** What a snapshot says of transaction ids: those below xmin ended, those from xmax on had not begun, xip were running. */
+export type Snapshot = { xmin: number; xmax: number; xip: Set<number> };
+
+/** `pg_current_snapshot()::text`: `xmin:xmax:xip,xip,…`. */
+export function parseSnapshot(text: string): Snapshot {
+  const [xmin, xmax, xip] = text.split(":");
+  return { xmin: Number(xmin), xmax: Number(xmax), xip: new Set(xip ? xip.split(",").map(Number) : []) };
+}
 
 /**
  * What a kept answer was read in (its stamp in CommitMemo): the statement's snapshot, ranked by its
@@ -29,11 +36,8 @@ import { ended, parseSnapshot, type Snapshot } from "./postgres-snapshot";
  */
 export type ReadStamp = { snapshot: Snapshot; rank: number };
 
-/**
- * Applies a commit's writes to the memo (CommitMemo.committed with the right reviser); `marks`: the
- * change mark time it gave each resource it wrote, null when not known (MarkBook.fold).
- */
-type Reviser = (writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>, xid: number, marks: ReadonlyMap<string, number> | null) => void;
+/** Applies a commit's writes to the memo (CommitMemo.committed with the right reviser). */
+type Reviser = (writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>, xid: number) => void;
 
 export function stampOf(snapshot: string | null): ReadStamp | undefined {
   if (snapshot === null) return undefined;
@@ -60,6 +64,8 @@ export function takesRows(xid: number): StampJudge {
   };
 }
 
+/** The transaction had ended when the snapshot was taken (committed, for a transaction known to have). */
+export const ended = (s: Snapshot, xid: number) => xid < s.xmin || (xid < s.xmax && !s.xip.has(xid));
 
 /** What one transaction wrote to records: per resource the rows it added, or anything else (`rewritten`). */
 export class TxWrites {
@@ -95,11 +101,7 @@ export class TxWrites {
   }
 }
 
-type Entry = {
-  xid: number; writes: TxWrites; marks: number; state: "sent" | "ok" | "failed"; revised: PromiseWithResolvers<void>; timer: ReturnType<typeof setTimeout>;
-  /** The change mark time the commit gave each resource (known once acknowledged). */
-  times: ReadonlyMap<string, number> | null;
-};
+type Entry = { xid: number; writes: TxWrites; marks: number; state: "sent" | "ok" | "failed"; revised: PromiseWithResolvers<void>; timer: ReturnType<typeof setTimeout> };
 
 /** Revised commits remembered for judging answers that ran across them. */
 const LOG = 256;
@@ -143,7 +145,7 @@ export class OwnCommits {
   /** Transaction `xid` is about to send its COMMIT with a mark for each resource it wrote. */
   sending(xid: number, writes: TxWrites): Entry {
     const e: Entry = {
-      xid, writes, marks: writes.resources().size, state: "sent", revised: Promise.withResolvers<void>(), times: null,
+      xid, writes, marks: writes.resources().size, state: "sent", revised: Promise.withResolvers<void>(),
       // A COMMIT that never answers (a connection gone quiet) must not hold every later write.
       timer: setTimeout(() => {
         if (e.state === "sent") this.failed(e);
@@ -171,8 +173,8 @@ export class OwnCommits {
    * Another instance's commit `xid` that only added `added` rows, told of with its rows: revised
    * into the kept answers like a commit of this instance, right away (its COMMIT is done).
    */
-  foreign(xid: number, added: Map<string, AddedRow[]>, times: ReadonlyMap<string, number>): void {
-    this.apply(this.reviseForeign, this.placed(added.keys(), added, true), added, xid, times, "another instance's commit");
+  foreign(xid: number, added: Map<string, AddedRow[]>): void {
+    this.apply(this.reviseForeign, this.placed(added.keys(), added, true), added, xid, "another instance's commit");
   }
 
   /**
@@ -189,9 +191,9 @@ export class OwnCommits {
   }
 
   /** Revises one commit in, and logs it for the answers read meanwhile (settle). The commit is done whatever happens here. */
-  private apply(revise: Reviser, writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>, xid: number, times: ReadonlyMap<string, number> | null, what: string): void {
+  private apply(revise: Reviser, writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>, xid: number, what: string): void {
     try {
-      revise(writes, added, xid, times);
+      revise(writes, added, xid);
     } catch (err) {
       console.error(`revising the cached answers after ${what} failed (they are all dropped):`, err);
       this.memo.dropAll();
@@ -201,13 +203,9 @@ export class OwnCommits {
     }
   }
 
-  /**
-   * Its COMMIT was acknowledged (`times`: the mark time it gave each resource): resolves once it is
-   * revised into the memo (after every commit sent before it).
-   */
-  committed(e: Entry, times: ReadonlyMap<string, number> | null = null): Promise<void> {
+  /** Its COMMIT was acknowledged: resolves once it is revised into the memo (after every commit sent before it). */
+  committed(e: Entry): Promise<void> {
     clearTimeout(e.timer);
-    e.times = times;
     // Given up on already (it answered past its patience): its answers went as if it had failed,
     // and whatever was read since, without its rows, goes before its writer hears of it.
     if (e.state !== "sent") {
@@ -235,15 +233,9 @@ export class OwnCommits {
       const e = this.queue.shift()!;
       const ok = e.state === "ok";
       // Its writer must not hear of a failure here: apply() drops the answers instead.
-      this.apply(this.revise, this.placed(e.writes.resources(), e.writes.added, ok), ok ? e.writes.added : new Map(), e.xid, ok ? e.times : null, "a commit");
+      this.apply(this.revise, this.placed(e.writes.resources(), e.writes.added, ok), ok ? e.writes.added : new Map(), e.xid, "a commit");
       e.revised.resolve();
     }
-  }
-
-  /** Resolves once every commit of this instance that snapshot `s` saw ended is revised in (or given up on). */
-  revisedBy(s: Snapshot): Promise<void> {
-    const waiting = this.queue.filter((e) => ended(s, e.xid)).map((e) => e.revised.promise);
-    return waiting.length ? Promise.all(waiting).then(() => {}) : Promise.resolve();
   }
 
   /** See CommitMemo's Settle: `snapshot` is the one the answer was read in (null: it has none, an empty page). */

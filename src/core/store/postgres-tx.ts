@@ -10,7 +10,7 @@ import type { ReservedSQL, SQL } from "bun";
 import { AppError } from "../errors";
 import { historyCols, numbered, PG_COLS, textLit, type PgDialect } from "./postgres-dialect";
 import { insertPgJob } from "./postgres-jobs";
-import { LAST_CHANGE_SQL, markOf, marksOf, markSql, SlotPool } from "./postgres-marks";
+import { LAST_CHANGE_SQL, markOf, markSql, SlotPool } from "./postgres-marks";
 import { TxWrites, type OwnCommits } from "./postgres-own";
 import type { ToldCommit } from "./postgres-announce";
 import { Presence } from "./postgres-presence";
@@ -102,10 +102,8 @@ export class PgTransactions {
           throw held.sql && refused(e) ? new BufferFailed(null, e) : e;
         }) as unknown as unknown[][];
         held.took(results);
-        // The marks' statement is the last before the question (if asked) and the COMMIT.
-        const times = writes.size ? marksOf(results[results.length - (asked ? 3 : 2)] ?? []) : new Map<string, number>();
         if (sent) {
-          const revised = this.own.committed(sent, times);
+          const revised = this.own.committed(sent);
           sent = null;
           await revised;
         }
@@ -115,7 +113,7 @@ export class PgTransactions {
         if (announce) {
           const others = asked === null || othersIn(results);
           if (asked !== null) this.presence.answered(others);
-          this.announced(xid !== null && writes.size ? told(xid, writes, times) : null, others);
+          this.announced(xid !== null && writes.size ? told(xid, writes) : null, others);
         }
         return value;
       } catch (e) {
@@ -488,8 +486,8 @@ function othersIn(results: unknown[][]): boolean {
 }
 
 /** What the other instances are told of a commit: per resource its new rows, or null where it wrote anything else. */
-function told(xid: number, writes: TxWrites, times: ReadonlyMap<string, number>): ToldCommit {
+function told(xid: number, writes: TxWrites): ToldCommit {
   const out: ToldCommit["writes"] = {};
   for (const r of writes.resources()) out[r] = writes.added.get(r) ?? null;
-  return { xid, marks: writes.resources().size, writes: out, times: Object.fromEntries(times) };
+  return { xid, marks: writes.resources().size, writes: out };
 }

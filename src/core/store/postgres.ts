@@ -23,7 +23,7 @@ import { PgWriteGroups } from "./postgres-group";
 import { OwnCommits, stampOf, takesRows } from "./postgres-own";
 import { pgEqualitiesOf, pgJudge, reviseAdded, type AddedRow } from "./postgres-revise";
 import type { RowJudge } from "./revise";
-import { LAST_CHANGE_SQL, MarkBook, markOf, type MarkRow } from "./postgres-marks";
+import { LAST_CHANGE_SQL, markOf, type MarkRow } from "./postgres-marks";
 import { migrateInternal, SCHEMA_LOCK, syncResource } from "./postgres-schema";
 import { PgJobs } from "./postgres-jobs";
 import { PgAccessStore } from "./access-postgres";
@@ -144,9 +144,7 @@ export class PgStore implements Store {
     // Search lists are only built once warm (warmTexts): they need no cold version of their own.
     this.gramLists = new GramLists(listShare(cacheBytes), () => this.foreign);
     // New rows take their place in answers that did not see their commit (their stamp, see takesRows).
-    const revise = (own: boolean) => (writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>, xid: number, times: ReadonlyMap<string, number> | null) => {
-      // The held marks move with the answers, in the same turn (MarkBook).
-      this.marks.fold(xid, writes.keys(), times);
+    const revise = (own: boolean) => (writes: Map<string, ResourceWrite>, added: Map<string, AddedRow[]>, xid: number) => {
       try {
         this.gramIndex.committed(writes, added, xid);
       } catch (e) {
@@ -390,7 +388,7 @@ export class PgStore implements Store {
         continue;
       }
       this.local++;
-      this.own.foreign(c.xid, new Map(entries as [string, AddedRow[]][]), new Map(Object.entries(c.times)));
+      this.own.foreign(c.xid, new Map(entries as [string, AddedRow[]][]));
     }
   }
 
@@ -524,7 +522,6 @@ export class PgStore implements Store {
    * pages after it in the same statement and keeps them too (READ_AHEAD_PAGES).
    */
   async page(resource: string, q: CompiledQuery): Promise<StoredRecord[]> {
-    await this.markFirst(resource);
     const kept = !q.search && q.limit !== null && q.limit <= PAGE_CACHE_ROWS && q.order !== undefined;
     const limit = q.limit ?? 0;
     // The margin costs no more scanning (OFFSET reads past those rows anyway), only their transfer.
@@ -574,7 +571,6 @@ export class PgStore implements Store {
 
   /** Totals are kept like pages; creates of this instance add their matches to them. */
   async count(resource: string, q: Pick<CompiledQuery, "where" | "args" | "counted" | "search" | "caller">): Promise<number> {
-    await this.markFirst(resource);
     let snapshot: string | null = null;
     const settle = (_: number, since: number) => this.own.settle(snapshot, since);
     // A total the maintained counts hold is one small lookup, exact under any write load.
@@ -672,34 +668,19 @@ export class PgStore implements Store {
   }
 
   /**
-   * The mark the kept answers hold (MarkBook): read once per generation of them, then moved by every
-   * commit revised in. While cold, nothing is kept: read every time.
-   */
-  async lastChange(resource: string): Promise<number> {
-    if (!this.arrival.warm) return markOf(await this.query<MarkRow>(LAST_CHANGE_SQL, [resource]));
-    const gen = this.marksGeneration();
-    return this.marks.get(resource, gen) ?? this.marks.read(resource, gen, (sql) => this.query(sql, [resource]), (seen) => this.own.revisedBy(seen));
-  }
-
-  /**
    * Alone, a commit is in the kept answers as soon as its COMMIT answers. With another instance
    * there, its commits arrive with their notices, or at the snapshot watch's next looks when a
-   * notice is lost (within two seconds): three seconds in all.
+   * notice is lost (within two seconds): three seconds in all. A mark read from the database may
+   * count such a commit before the kept pages hold it (a list's ETag also names what its page holds).
    */
   changeLead(): number {
     return this.othersThere ? OTHERS_LEAD_SEC : 0;
   }
 
-  /** Every kept answer of the resource is read after its mark (MarkBook): they hold whatever it counts. */
-  private async markFirst(resource: string): Promise<void> {
-    if (this.arrival.warm && this.marks.get(resource, this.marksGeneration()) === undefined) await this.lastChange(resource);
+  /** Kept until a commit (of this instance, or told of by another) writes the resource: marks of the others stay. */
+  async lastChange(resource: string): Promise<number> {
+    return this.memo.remember(`change\u0000${resource}`, async () => markOf(await this.query<MarkRow>(LAST_CHANGE_SQL, [resource])), undefined, () => ({ kind: "any", resource }));
   }
-
-  /** The kept answers' generation: they all go when another instance's commit is not revised in, or the memo is emptied. */
-  private marksGeneration(): string {
-    return `${this.othersVersion()}:${this.memo.generation}`;
-  }
-  private readonly marks = new MarkBook();
 
   async history(resource: string, uuid: string): Promise<HistoryEntry[]> {
     return this.query<HistoryEntry>(`SELECT ${historyCols()} FROM _resd_history WHERE resource = ? AND uuid = ? ORDER BY id`, [resource, uuid]);
