@@ -171,3 +171,18 @@ test("a page answered before another instance's notice arrives names no Last-Mod
   expect(revalidated.status).toBe(200);
   expect(titles(revalidated)).toEqual(["ims by a", "ims by b", ...start.slice(0, 3)]);
 });
+
+test("an instance whose own last commit found no one still names Last-Modified before the last three seconds once it hears another's commits", async () => {
+  const b = sites[1]!.store as unknown as { othersThere: boolean; othersHeardAt: number; changeLead(): number };
+  b.othersThere = false;
+  b.othersHeardAt = -Infinity;
+  expect(b.changeLead()).toBe(0);
+  const before = b.othersHeardAt;
+  expect((await call(0, "POST", "/api/v1/notes", { title: "heard" })).status).toBe(201);
+  const deadline = Date.now() + 5000;
+  while (b.othersHeardAt === before && Date.now() < deadline) await Bun.sleep(10);
+  expect(b.changeLead()).toBe(3);
+  const r = await apps[1]!.handle(new Request(`http://localhost${PAGE}`, { headers: { authorization: `Bearer ${token}` } }));
+  const lm = Date.parse(r.headers.get("last-modified")!);
+  expect(lm).toBeLessThan((Math.floor(Date.now() / 1000) - 3) * 1000);
+});

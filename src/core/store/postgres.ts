@@ -93,6 +93,8 @@ export type PgOptions = { cacheMaxBytes?: number; queryBudgetMs?: number; maxQue
 
 /** Seconds another instance's commit may take to reach this one's answers (changeLead). */
 const OTHERS_LEAD_SEC = 3;
+/** How long after another instance's last notice it counts as there (changeLead). */
+const OTHERS_HEARD_MS = 60_000;
 
 export class PgStore implements Store {
   readonly dialect = new PgDialect();
@@ -379,6 +381,7 @@ export class PgStore implements Store {
    * search lists with those rows; any other commit (or a notice that does not say) drops them all.
    */
   private othersTold(commits: ToldCommit[] | null): void {
+    this.othersHeardAt = performance.now();
     if (!commits) return this.othersCommitted();
     for (const c of commits) {
       this.own.toldOf(c.xid, c.marks);
@@ -674,8 +677,10 @@ export class PgStore implements Store {
    * count such a commit before the kept pages hold it (a list's ETag also names what its page holds).
    */
   changeLead(): number {
-    return this.othersThere ? OTHERS_LEAD_SEC : 0;
+    return this.othersThere || performance.now() - this.othersHeardAt < OTHERS_HEARD_MS ? OTHERS_LEAD_SEC : 0;
   }
+  /** When another instance's notice last arrived (an instance that has not committed lately still hears of theirs). */
+  private othersHeardAt = -Infinity;
 
   /** Kept until a commit (of this instance, or told of by another) writes the resource: marks of the others stay. */
   async lastChange(resource: string): Promise<number> {
