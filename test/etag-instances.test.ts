@@ -17,6 +17,7 @@ import { openSite } from "../src/core/open-site";
 import { loadConfig } from "../src/core/config";
 import { createApp } from "../src/http/app";
 import type { Site } from "../src/core/site";
+import { holdNotices } from "./helpers/hold-notices";
 
 const EMAIL = "admin@example.com";
 const defs = { notes: { fields: { title: { type: "text", required: true } } } };
@@ -61,22 +62,6 @@ async function call(i: number, method: string, path: string, body?: unknown, hea
 }
 const titles = (r: { body: { notes: Record<string, { title: string }> } | null }) => Object.values(r.body!.notes).map((n) => n.title);
 
-/** Holds back the notices of `site`'s store until the returned function is called. */
-function holdNotices(site: Site): () => void {
-  const announcer = (site.store as unknown as { announcer: { notify: (payloads: string[]) => Promise<unknown> } }).announcer;
-  const send = announcer.notify;
-  let open = () => {};
-  const gate = new Promise<void>((r) => (open = r));
-  announcer.notify = async (payloads) => {
-    await gate;
-    return send(payloads);
-  };
-  return () => {
-    announcer.notify = send;
-    open();
-  };
-}
-
 async function settled(i: number, want: string[]): Promise<void> {
   const deadline = Date.now() + 5000;
   while (JSON.stringify(titles(await call(i, "GET", PAGE))) !== JSON.stringify(want)) {
@@ -91,7 +76,7 @@ test("a page answered before another instance's notice arrives and the page answ
   await settled(1, ["old 6", "old 5", "old 4", "old 3", "old 2"]);
   // B's own create: its kept page takes the row, and the change mark it kept goes (read again at the next list).
   expect((await call(1, "POST", "/api/v1/notes", { title: "by b" })).status).toBe(201);
-  const release = holdNotices(sites[0]!);
+  const release = holdNotices(sites[0]!.store);
   let before: Awaited<ReturnType<typeof call>>;
   try {
     expect((await call(0, "POST", "/api/v1/notes", { title: "by a" })).status).toBe(201);
@@ -126,7 +111,7 @@ test("an update within the same second as the record's last write, its data as l
     await settled(1, want);
     // B's own create: its page is revised and its mark read again at the next list.
     expect((await call(1, "POST", "/api/v1/notes", { title: `by b ${attempt}` })).status).toBe(201);
-    const release = holdNotices(sites[0]!);
+    const release = holdNotices(sites[0]!.store);
     let before: Awaited<ReturnType<typeof call>>;
     let second: Awaited<ReturnType<typeof call>>;
     try {
@@ -154,7 +139,7 @@ test("a page answered before another instance's notice arrives names no Last-Mod
   const start = titles(await call(1, "GET", PAGE));
   // B's own create: its page is revised and its mark read again at the next list.
   expect((await call(1, "POST", "/api/v1/notes", { title: "ims by b" })).status).toBe(201);
-  const release = holdNotices(sites[0]!);
+  const release = holdNotices(sites[0]!.store);
   let before: Response;
   try {
     expect((await call(0, "POST", "/api/v1/notes", { title: "ims by a" })).status).toBe(201);

@@ -14,6 +14,7 @@ import { parseListParams } from "../src/core/query/parse";
 import { buildDefinition } from "../src/core/definitions/load";
 import type { StoredRecord } from "../src/core/store/types";
 import { PG, pgStores } from "./helpers/pg-stores";
+import { holdNotices } from "./helpers/hold-notices";
 
 const { open, databases } = pgStores();
 
@@ -128,22 +129,6 @@ for (const [sort, offset, limit] of [["year|desc", "0", "5"], ["_created|desc", 
     if (offset === "0") expect(want.indexOf(late.uuid)).toBeLessThan(want.indexOf(early.uuid));
     else expect(want).toEqual([expect.any(String), early.uuid]);
   });
-}
-
-/** Holds back the notices of `store` until the returned function is called. */
-function holdNotices(store: PgStore): () => void {
-  const announcer = (store as unknown as { announcer: { notify: (payloads: string[]) => Promise<unknown> } }).announcer;
-  const send = announcer.notify;
-  let open = () => {};
-  const gate = new Promise<void>((r) => (open = r));
-  announcer.notify = async (payloads) => {
-    await gate;
-    return send(payloads);
-  };
-  return () => {
-    announcer.notify = send;
-    open();
-  };
 }
 
 const pageOf = (store: PgStore, sort: string, filter = "") => compileList(store.dialect, items, parseListParams({ sort, filter, limit: "5" }));
