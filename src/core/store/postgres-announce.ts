@@ -208,7 +208,10 @@ export class SnapshotWatch {
    * began to write, or a look failed in between), and the snapshot and the sum of the change marks
    * read together.
    */
-  constructor(private readonly sql: SQL, private readonly seen: (moved: boolean, snapshot: string, marks: number) => void) {}
+  constructor(private readonly sql: SQL, private readonly seen: (moved: boolean, snapshot: string, marks: number, others: boolean | null) => void) {}
+
+  /** An expression saying whether another resd process is connected, asked at each look (null: none asked). */
+  others: string | null = null;
 
   start(): void {
     this.timer = setInterval(() => void this.look(), WATCH_EVERY_MS);
@@ -227,9 +230,10 @@ export class SnapshotWatch {
   async look(): Promise<void> {
     if (this.looking) return;
     this.looking = true;
-    let row: { s: string; n: number };
+    let row: { s: string; n: number; o?: boolean };
     try {
-      row = ((await this.sql.unsafe("SELECT pg_current_snapshot()::text AS s, (SELECT coalesce(sum(n), 0) FROM _resd_changes)::float8 AS n")) as { s: string; n: number }[])[0]!;
+      const others = this.others === null ? "" : `, ${this.others} AS o`;
+      row = ((await this.sql.unsafe(`SELECT pg_current_snapshot()::text AS s, (SELECT coalesce(sum(n), 0) FROM _resd_changes)::float8 AS n${others}`)) as { s: string; n: number; o?: boolean }[])[0]!;
     } catch {
       // The database does not answer now (requests report that themselves); whatever was
       // committed meanwhile is counted once it answers again.
@@ -241,6 +245,6 @@ export class SnapshotWatch {
     const moved = (this.last !== null && row.s !== this.last) || this.unsure;
     this.last = row.s;
     this.unsure = false;
-    this.seen(moved, row.s, Number(row.n));
+    this.seen(moved, row.s, Number(row.n), typeof row.o === "boolean" ? row.o : null);
   }
 }

@@ -29,7 +29,9 @@ const OTHERS = (oid: number, application: string) =>
   `pg_stat_get_activity(NULL) s WHERE s.datid = ${Math.trunc(oid)} AND s.application_name LIKE 'resd/%' AND s.application_name <> ${textLit(application)}`;
 
 /** The statement a commit sends before its COMMIT: `others` is whether anyone else is there. */
-export const othersQuery = (oid: number, application: string) => `SELECT EXISTS (SELECT 1 FROM ${OTHERS(oid, application)}) AS others`;
+export const othersQuery = (oid: number, application: string) => `SELECT ${othersThere(oid, application)} AS others`;
+/** The same question as an expression (the snapshot watch asks it every second). */
+export const othersThere = (oid: number, application: string) => `EXISTS (SELECT 1 FROM ${OTHERS(oid, application)})`;
 
 /** How long after another resd process was seen commits tell without asking. */
 const SEEN_FOR_MS = 1000;

@@ -29,7 +29,7 @@ import { PgJobs } from "./postgres-jobs";
 import { PgAccessStore } from "./access-postgres";
 import { FOLD_BATCH, foldCounts, maintainedCount } from "./postgres-counts";
 import { FairGate } from "./fair-share";
-import { Arrival, othersQuery, Presence } from "./postgres-presence";
+import { Arrival, othersQuery, othersThere, Presence } from "./postgres-presence";
 import type { AccessStore, InstanceBus, CompiledQuery, DetachedReads, HistoryEntry, SchemaChange, SqlValue, Store, StoreTx, StoredRecord, TxOptions } from "./types";
 
 /** Rows per cached page (larger pages are not kept). */
@@ -93,8 +93,6 @@ export type PgOptions = { cacheMaxBytes?: number; queryBudgetMs?: number; maxQue
 
 /** Seconds another instance's commit may take to reach this one's answers (changeLead). */
 const OTHERS_LEAD_SEC = 3;
-/** How long after another instance's last notice it counts as there (changeLead). */
-const OTHERS_HEARD_MS = 60_000;
 
 export class PgStore implements Store {
   readonly dialect = new PgDialect();
@@ -170,7 +168,8 @@ export class PgStore implements Store {
     this.groups = new PgWriteGroups(this.txs);
     this.announcer = new Announcer((payloads) => this.writeSql.unsafe(`SELECT ${payloads.map((_, i) => `pg_notify($1, $${i + 2})`).join(", ")}`, [CHANNEL, ...payloads]), this.instance,
       (e) => console.error("telling the other instances of a commit failed (they notice within two seconds):", e), NOTIFY_MAX_BYTES);
-    this.watch = new SnapshotWatch(this.sql, (moved, snapshot, marks) => {
+    this.watch = new SnapshotWatch(this.sql, (moved, snapshot, marks, others) => {
+      if (others !== null) this.othersConnected = others;
       if (moved) this.local++;
       if (this.own.othersMarked(snapshot, marks)) this.othersCommitted();
     });
@@ -275,7 +274,10 @@ export class PgStore implements Store {
         (SELECT setting::int FROM pg_settings WHERE name = 'idle_in_transaction_session_timeout') AS idle, oid::int AS oid
         FROM pg_database d WHERE datname = current_database()`) as { c: string; p: string | null; ascii: boolean; idle: number | null; oid: number }[];
       store.oid = collation!.oid;
-      if (opts.directUrl === undefined) store.txs.presence = new Presence(othersQuery(store.oid, store.application));
+      if (opts.directUrl === undefined) {
+        store.txs.presence = new Presence(othersQuery(store.oid, store.application));
+        store.watch.others = othersThere(store.oid, store.application);
+      }
       store.txs.serverIdleLimit(Number(collation?.idle ?? 0));
       store.judge = pgJudge(store.dialect, /^(C|POSIX|C\.UTF-?8)$/i.test(collation?.c ?? "") && (collation?.p ?? "c") !== "i");
       // Kept search lists fold text a character at a time, as libc lowers it. ICU (and the builtin
@@ -381,7 +383,6 @@ export class PgStore implements Store {
    * search lists with those rows; any other commit (or a notice that does not say) drops them all.
    */
   private othersTold(commits: ToldCommit[] | null): void {
-    this.othersHeardAt = performance.now();
     if (!commits) return this.othersCommitted();
     for (const c of commits) {
       this.own.toldOf(c.xid, c.marks);
@@ -671,16 +672,19 @@ export class PgStore implements Store {
   }
 
   /**
-   * Alone, a commit is in the kept answers as soon as its COMMIT answers. With another instance
-   * there, its commits arrive with their notices, or at the snapshot watch's next looks when a
+   * Alone, a commit is in the kept answers as soon as its COMMIT answers. With another resd process
+   * connected, its commits arrive with their notices, or at the snapshot watch's next looks when a
    * notice is lost (within two seconds): three seconds in all. A mark read from the database may
    * count such a commit before the kept pages hold it (a list's ETag also names what its page holds).
    */
   changeLead(): number {
-    return this.othersThere || performance.now() - this.othersHeardAt < OTHERS_HEARD_MS ? OTHERS_LEAD_SEC : 0;
+    return this.othersConnected ? OTHERS_LEAD_SEC : 0;
   }
-  /** When another instance's notice last arrived (an instance that has not committed lately still hears of theirs). */
-  private othersHeardAt = -Infinity;
+  /**
+   * Whether another resd process was connected at the snapshot watch's last look (every second,
+   * whether or not this one commits); behind a pooler, whose connections' names say nothing, always.
+   */
+  private othersConnected = true;
 
   /** Kept until a commit (of this instance, or told of by another) writes the resource: marks of the others stay. */
   async lastChange(resource: string): Promise<number> {
