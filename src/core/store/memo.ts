@@ -425,11 +425,12 @@ export class CommitMemo {
         for (const g of [...groups.values()]) for (const key of keysOf(g)) this.memo.delete(key);
         continue;
       }
+      // Another process's commit that some kept answer may have seen: each is judged by its stamp.
+      // Else all take its rows, bar the unstamped, which cannot tell.
+      const oneByOne = judge !== undefined && this.topRank > judge.takenUpTo;
+      if (judge && !oneByOne) for (const key of [...this.unstamped]) if (this.tags.get(key)?.resource === resource) this.memo.delete(key);
       let revised = [...groups.values()];
-      if (judge && this.topRank <= judge.takenUpTo) {
-        for (const key of [...this.unstamped]) if (this.tags.get(key)?.resource === resource) this.memo.delete(key);
-        revised = [...groups.values()];
-      } else if (judge) {
+      if (judge && oneByOne) {
         const held = new Set<string>();
         const holding = new Set<FilterGroup>();
         for (const g of revised) {
