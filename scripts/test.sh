@@ -23,7 +23,8 @@ export RESD_TEST_POSTGRES_URL
 # - tests that never open a site: unit tests, the SQLite store's own, the binary build, the house rules;
 # - the tests that bring their own PostgreSQL database (scale-out, transfer-migrate-store,
 #   realtime-instances, postgres-pooler: servers on one database of their own; store-postgres-own,
-#   store-postgres-search-lists(-attacks), -instances-order, -counts, -commit-message and -presence: PostgreSQL stores on one);
+#   store-postgres-search-lists(-attacks), -instances-order, -counts, -commit-message, -presence and
+#   -quiet-notices: PostgreSQL stores on one);
 # - transfer-worker, whose subject is the import's reading worker on a SQLite snapshot (PostgreSQL
 #   imports read on one thread, which the other import tests cover);
 # - tests of what lies in front of the store: the admin pages in a browser (their API calls are
@@ -39,7 +40,7 @@ export RESD_TEST_POSTGRES_URL
 # - command-line parsing (cli-global-options: options before the subcommand, --out folders, taken
 #   ports); the docs' examples (docs-records: a definition and a record checked against the
 #   validator, the same on both stores).
-SAME_ON_BOTH="admin-accounts|admin-agent-chat|admin-editor-day|admin-realtime|admin-dashboard|admin-media-library|admin-pickers|admin-a11y|admin-narrow|admin-i18n|house-rules|limits-slow-bodies|security-headers|build-sharp|files-units|hooks-unit|jobs-queue-plan|json-members|ops-tar|permissions|query-compiler|release-binary|store-checkpointer|store-counts|store-memo|store-transactions|transfer-format|transfer-keytable|scale-out|transfer-migrate-store|transfer-worker|admin-pages|admin-forms|cli-exit-codes|cli-pipes|ops-config|readme|mask-url|openapi-client|realtime-instances|postgres-pooler|cors|access-cli|ops-backup|records-history|transfer-migrate|store-memo-revise|store-postgres-own|store-postgres-instances-order|store-postgres-counts|store-postgres-commit-message|store-postgres-presence|store-postgres-search-lists|store-postgres-search-lists-attacks|store-search-merge|store-record-cache|hooks-binary|cli-global-options|hooks-startup|docs-records"
+SAME_ON_BOTH="admin-accounts|admin-agent-chat|admin-editor-day|admin-realtime|admin-dashboard|admin-media-library|admin-pickers|admin-a11y|admin-narrow|admin-i18n|house-rules|limits-slow-bodies|security-headers|build-sharp|files-units|hooks-unit|jobs-queue-plan|json-members|ops-tar|permissions|query-compiler|release-binary|store-checkpointer|store-counts|store-memo|store-transactions|transfer-format|transfer-keytable|scale-out|transfer-migrate-store|transfer-worker|admin-pages|admin-forms|cli-exit-codes|cli-pipes|ops-config|readme|mask-url|openapi-client|realtime-instances|postgres-pooler|cors|access-cli|ops-backup|records-history|transfer-migrate|store-memo-revise|store-postgres-own|store-postgres-instances-order|store-postgres-counts|store-postgres-commit-message|store-postgres-presence|store-postgres-quiet-notices|store-postgres-search-lists|store-postgres-search-lists-attacks|store-search-merge|store-record-cache|hooks-binary|cli-global-options|hooks-startup|docs-records"
 
 JOBS="${RESD_TEST_JOBS:-3}"
 timings() { echo "--timings=test/timings-$1.json"; [ "${RESD_TEST_TIMINGS:-}" = update ] && echo "--update-timings"; }

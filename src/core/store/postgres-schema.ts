@@ -58,13 +58,15 @@ const MIGRATIONS: string[] = [
    ALTER TABLE _resd_changes DROP CONSTRAINT _resd_changes_pkey, ADD PRIMARY KEY (resource, slot);`,
 ];
 
-export async function migrateInternal(db: ReservedSQL): Promise<void> {
+/** Applies the internal migrations this database lacks (under the schema lock); how many it applied. */
+export async function migrateInternal(db: ReservedSQL): Promise<number> {
   await db.unsafe("CREATE TABLE IF NOT EXISTS _resd_migrations (n INTEGER PRIMARY KEY, at BIGINT NOT NULL)");
   const done = Number((await db.unsafe("SELECT coalesce(max(n), 0) AS n FROM _resd_migrations"))[0].n);
   for (let i = done; i < MIGRATIONS.length; i++) {
     await db.unsafe(MIGRATIONS[i]);
     await db.unsafe("INSERT INTO _resd_migrations (n, at) VALUES ($1, $2)", [i + 1, Date.now()]);
   }
+  return Math.max(0, MIGRATIONS.length - done);
 }
 
 /** Index names are at most 63 bytes on PostgreSQL: each is named by a digest of what it indexes. */

@@ -113,7 +113,9 @@ export class PgTransactions {
         if (announce) {
           const others = asked === null || othersIn(results);
           if (asked !== null) this.presence.answered(others);
-          this.announced(xid !== null && writes.size ? told(xid, writes) : null, others);
+          // A commit of no records (a session's, or a group whose writes all failed before writing)
+          // is told as one: the others read sessions again and keep their records, pages and lists.
+          this.announced(xid !== null ? told(xid, writes) : null, others);
         }
         return value;
       } catch (e) {
@@ -485,7 +487,7 @@ function othersIn(results: unknown[][]): boolean {
   return row?.others !== false;
 }
 
-/** What the other instances are told of a commit: per resource its new rows, or null where it wrote anything else. */
+/** What the other instances are told of a commit: per resource its new rows, or null where it wrote anything else (none: no records). */
 function told(xid: number, writes: TxWrites): ToldCommit {
   const out: ToldCommit["writes"] = {};
   for (const r of writes.resources()) out[r] = writes.added.get(r) ?? null;

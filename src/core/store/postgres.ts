@@ -249,7 +249,7 @@ export class PgStore implements Store {
       throw new Error(`cannot use the database at ${maskUrl(url)}: ${(e as Error).message} (percent-encode special characters of the user name and password: @ as %40, : as %3A, / as %2F)`);
     }
     try {
-      await store.locked(async (db) => migrateInternal(db));
+      await store.locked(async (db) => migrateInternal(db), (applied) => applied > 0);
       store.listening = await store.listenSql.listen(CHANNEL, (payload) => {
         const said = busMessage(payload);
         if (said) {
@@ -305,8 +305,13 @@ export class PgStore implements Store {
     return this.listenSql === this.sql ? [this.sql, this.writeSql] : [this.sql, this.writeSql, this.listenSql];
   }
 
-  /** Runs `fn` in a transaction holding the schema lock, without a statement time limit. */
-  private async locked<T>(fn: (db: ReservedSQL) => Promise<T>): Promise<T> {
+  /**
+   * Runs `fn` in a transaction holding the schema lock, without a statement time limit. `changed`:
+   * whether its result changed the database, and the other instances are to drop what they kept. A
+   * run that changed nothing tells no one: every CLI command and every instance's start migrates and
+   * syncs its definitions, and each used to drop every other instance's caches and search lists.
+   */
+  private async locked<T>(fn: (db: ReservedSQL) => Promise<T>, changed: (value: T) => boolean): Promise<T> {
     const db = await this.writeSql.reserve();
     // The search text of a resource may change before the schema commits (or rolls back): lists
     // read over the text before are not asked meanwhile, and go after either way.
@@ -316,7 +321,7 @@ export class PgStore implements Store {
       await db.unsafe("SET LOCAL statement_timeout = 0");
       await db.unsafe("SELECT pg_advisory_xact_lock($1)", [SCHEMA_LOCK]);
       const value = await fn(db);
-      await db.unsafe("SELECT pg_notify($1, $2)", [CHANNEL, this.instance]);
+      if (changed(value)) await db.unsafe("SELECT pg_notify($1, $2)", [CHANNEL, this.instance]);
       await db.unsafe("COMMIT");
       this.local++;
       // The SQL of a cached answer may mean something else now.
@@ -419,10 +424,10 @@ export class PgStore implements Store {
         if (r.synced.uniqueFields.size) this.txs.guarded.add(def.name);
         else this.txs.guarded.delete(def.name);
       }
-      // The other instances check their own definitions against what changed.
+      // The other instances drop what they kept and check their own definitions against what changed.
       if (changes.some((c) => c.action !== "refused")) await db.unsafe("SELECT pg_notify($1, $2)", [CHANNEL, `${SCHEMA_NOTICE}${this.instance}`]);
       return changes;
-    });
+    }, () => false);
   }
 
   detachedReads(): DetachedReads | null {
@@ -758,9 +763,11 @@ export class PgStore implements Store {
   }
 
   /**
-   * A transaction of plain SQL on the reserved connection (the queue, sessions, purges). `announce`:
-   * other instances must drop what they cached (a session signed out); a job claim must not, or
-   * every idle poll of every instance would empty every cache.
+   * A transaction of plain SQL on the reserved connection (the queue, sessions, purges); it writes
+   * no records (those go through `transaction`). `announce`: the other instances are told of a
+   * commit of no records, and read again what depends on anything (a session signed out); their
+   * kept records, pages and search lists stay. A job claim does not announce, or every idle poll of
+   * every instance would have every other read its sessions again.
    */
   raw<T>(fn: (db: ReservedSQL) => Promise<T>, opts: { announce?: boolean } = {}): Promise<T> {
     return this.txs.run(async (db) => fn(db), opts.announce ?? false);
