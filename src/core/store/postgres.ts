@@ -249,7 +249,10 @@ export class PgStore implements Store {
       throw new Error(`cannot use the database at ${maskUrl(url)}: ${(e as Error).message} (percent-encode special characters of the user name and password: @ as %40, : as %3A, / as %2F)`);
     }
     try {
-      await store.locked(async (db) => migrateInternal(db), (applied) => applied > 0);
+      // Tables of resd's own changed under the others' answers: they drop what they kept.
+      await store.locked(async (db) => {
+        if ((await migrateInternal(db)) > 0) await db.unsafe("SELECT pg_notify($1, $2)", [CHANNEL, store.instance]);
+      });
       store.listening = await store.listenSql.listen(CHANNEL, (payload) => {
         const said = busMessage(payload);
         if (said) {
@@ -306,12 +309,12 @@ export class PgStore implements Store {
   }
 
   /**
-   * Runs `fn` in a transaction holding the schema lock, without a statement time limit. `changed`:
-   * whether its result changed the database, and the other instances are to drop what they kept. A
-   * run that changed nothing tells no one: every CLI command and every instance's start migrates and
-   * syncs its definitions, and each used to drop every other instance's caches and search lists.
+   * Runs `fn` in a transaction holding the schema lock, without a statement time limit. `fn` tells
+   * the other instances what it changed, if anything: every CLI command and every instance's start
+   * migrates and syncs its definitions here, and a notice each time dropped every other instance's
+   * caches and search lists.
    */
-  private async locked<T>(fn: (db: ReservedSQL) => Promise<T>, changed: (value: T) => boolean): Promise<T> {
+  private async locked<T>(fn: (db: ReservedSQL) => Promise<T>): Promise<T> {
     const db = await this.writeSql.reserve();
     // The search text of a resource may change before the schema commits (or rolls back): lists
     // read over the text before are not asked meanwhile, and go after either way.
@@ -321,7 +324,6 @@ export class PgStore implements Store {
       await db.unsafe("SET LOCAL statement_timeout = 0");
       await db.unsafe("SELECT pg_advisory_xact_lock($1)", [SCHEMA_LOCK]);
       const value = await fn(db);
-      if (changed(value)) await db.unsafe("SELECT pg_notify($1, $2)", [CHANNEL, this.instance]);
       await db.unsafe("COMMIT");
       this.local++;
       // The SQL of a cached answer may mean something else now.
@@ -427,7 +429,7 @@ export class PgStore implements Store {
       // The other instances drop what they kept and check their own definitions against what changed.
       if (changes.some((c) => c.action !== "refused")) await db.unsafe("SELECT pg_notify($1, $2)", [CHANNEL, `${SCHEMA_NOTICE}${this.instance}`]);
       return changes;
-    }, () => false);
+    });
   }
 
   detachedReads(): DetachedReads | null {
